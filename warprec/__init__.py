@@ -1,0 +1,32 @@
+"""warprec: WARP matrix factorisation for implicit-feedback recommendation.
+
+Public entry points are imported lazily so that ``import warprec`` stays cheap and
+does not compile any Numba kernel.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .exceptions import DivergenceError, NotFittedError, WarprecWarning
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "WARPFactorizer": "warprec.model",
+    "Interactions": "warprec.data",
+    "evaluate": "warprec.metrics",
+}
+
+__all__ = ["WARPFactorizer", "Interactions", "evaluate", "DivergenceError",
+           "NotFittedError", "WarprecWarning", "__version__"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'warprec' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -6,7 +6,7 @@ those flags LLVM may fold such checks away (umap removed blanket fastmath from i
 SGD for this reason).
 """
 
-FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 #: Keyword arguments for ``numba.njit`` on kernels that run serially.
 JIT = dict(nogil=True, cache=True, fastmath=FASTMATH, error_model="numpy")

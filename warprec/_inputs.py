@@ -1,0 +1,122 @@
+"""Validation and conversion of user input into canonical arrays (no kernels here)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["as_interaction_matrix", "check_positive_int", "lookup_ids"]
+
+
+def check_positive_int(value, name):
+    """Return ``value`` as int if it is an integer >= 1, else raise ValueError/TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer (got {value!r} of type "
+                        f"{type(value).__name__}).")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer (got {value}).")
+    return int(value)
+
+
+def as_interaction_matrix(X, name="X"):
+    """Canonical CSR (float32 values, sorted unique indices, no stored zeros).
+
+    Accepts any scipy sparse matrix/array or a dense 2-D array of numbers or booleans.
+    Duplicate ``(row, column)`` entries of COO input are summed (scipy's rule), stored
+    zeros are removed (they mean "no interaction"). NaN, infinite or negative values raise
+    ``ValueError``: negative feedback is not a positive, threshold it first
+    (``warprec.data.positives(df, min_rating=...)``).
+    """
+    if isinstance(X, np.matrix):
+        X = np.asarray(X)
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (users x items); got {X.ndim}-D.")
+        if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise TypeError(f"{name} must hold numbers or booleans, not {X.dtype}.")
+        if np.issubdtype(X.dtype, np.complexfloating):
+            raise TypeError(f"{name} must hold real numbers, not {X.dtype}.")
+        csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    elif isinstance(X, np.ndarray):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (users x items); got shape {X.shape}.")
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or \
+                np.issubdtype(X.dtype, np.complexfloating):
+            raise TypeError(f"{name} must hold real numbers or booleans, not {X.dtype}.")
+        csr = sp.csr_matrix(X.astype(np.float64))
+    else:
+        raise TypeError(f"{name} must be a scipy.sparse matrix, a dense 2-D numpy array, a "
+                        "warprec.data.Interactions or a pandas DataFrame with user_id/item_id "
+                        f"columns; got {type(X).__name__}.")
+    csr.sum_duplicates()
+    bad = ~np.isfinite(csr.data)
+    if bad.any():
+        raise ValueError(f"{name} holds {int(bad.sum())} NaN or infinite value(s); drop or "
+                         "fill them before fitting (e.g. X.data = np.nan_to_num(X.data)).")
+    neg = csr.data < 0
+    if neg.any():
+        raise ValueError(f"{name} holds {int(neg.sum())} negative value(s); warprec learns from "
+                         "positive interactions only. Keep the positives (e.g. "
+                         "warprec.data.positives(df, min_rating=4)) or take abs/clip them.")
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    out = sp.csr_matrix((csr.data.astype(np.float32), csr.indices.astype(np.int32),
+                         csr.indptr.astype(np.int64)), shape=csr.shape)
+    return out
+
+
+def lookup_ids(raw, index_of, kind, n):
+    """Map raw ids (or indices when ``index_of`` is None) to int64 indices.
+
+    Parameters
+    ----------
+    raw : scalar or array_like
+        Raw ids, or integer indices when the model was fit on a matrix.
+    index_of : dict or None
+        Raw id -> index map; None means ``raw`` already holds indices.
+    kind : str
+        "user" or "item", for messages.
+    n : int
+        Number of known users/items.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    KeyError
+        Some ids were not seen at fit time (the message lists up to five).
+    """
+    values = np.atleast_1d(np.asarray(raw, dtype=object if index_of is not None else None))
+    if values.ndim != 1:
+        raise ValueError(f"{kind} ids must be a scalar or a 1-D sequence; got shape {values.shape}.")
+    if index_of is None:
+        if values.size and not np.issubdtype(values.dtype, np.integer):
+            if values.dtype == bool or not all(isinstance(v, numbers.Integral) for v in values):
+                raise TypeError(f"This model was fit on a matrix, so {kind}s are row/column "
+                                f"indices: pass integers (got dtype {values.dtype}).")
+        idx = values.astype(np.int64)
+        bad = (idx < 0) | (idx >= n)
+        if bad.any():
+            shown = ", ".join(str(v) for v in idx[bad][:5])
+            raise KeyError(f"{int(bad.sum())} {kind} index(es) out of range [0, {n}): {shown}. "
+                           f"The model was fit on a matrix with {n} {kind}s.")
+        return idx
+    idx = np.fromiter((index_of.get(_hashable(v), -1) for v in values), dtype=np.int64,
+                      count=values.size)
+    bad = idx < 0
+    if bad.any():
+        shown = ", ".join(repr(v) for v in values[bad][:5])
+        raise KeyError(f"{int(bad.sum())} {kind} id(s) were not seen at fit time: {shown}. "
+                       f"warprec has no embedding for unseen {kind}s; refit with data that "
+                       f"includes them, or leave them out.")
+    return idx
+
+
+def _hashable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    return v

@@ -1,0 +1,307 @@
+"""Hogwild SGD epoch kernel for WARP (and BPR) matrix factorisation.
+
+One call runs one epoch over the positives in the order given. Threads own contiguous
+slices of that order and update the shared factor matrices without locks (Hogwild).
+Each sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
+(:mod:`.rng`), so the draws do not depend on which thread runs the sample.
+
+Model: ``f(u, i) = <U[u], V[i]> + b[i]``. For a positive ``(u, i)`` WARP draws
+negatives uniformly from the items ``u`` has not interacted with until one violates the
+margin, ``1 + f(u, j) > f(u, i)``, or ``max_sampled`` draws pass. After ``N`` draws the
+rank of ``i`` is estimated as ``floor((Y - 1) / N)`` (``Y`` the user's number of
+negatives; at least 1 since a violator was found) and the hinge
+``L(rank) * (1 - f(u, i) + f(u, j))`` is descended.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ._flags import JIT, PJIT
+from .rng import draw_below, draw_unit, stream_key
+
+LOSS_WARP = 0
+LOSS_BPR = 1
+
+#: Columns of the per-thread statistics array filled by :func:`train_epoch`.
+STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS = 0, 1, 2, 3
+N_STATS = 4
+
+
+@njit(inline="always", **JIT)
+def nth_negative(indices, start, end, r):
+    """The ``r``-th (0-based) column absent from the sorted ``indices[start:end]``.
+
+    Below the k-th positive ``q_k`` lie ``q_k - k`` negatives, a non-decreasing sequence,
+    so the answer is ``r + #{k : q_k - k <= r}``, found by binary search.
+    """
+    lo = 0
+    hi = end - start
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[start + mid] - mid <= r:
+            lo = mid + 1
+        else:
+            hi = mid
+    return r + lo
+
+
+@njit(inline="always", **JIT)
+def is_member(indices, start, end, j):
+    """Whether ``j`` is in the sorted ``indices[start:end]``."""
+    lo = start
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and indices[lo] == j
+
+
+@njit(inline="always", **JIT)
+def score(U, V, b, u, i):
+    """``<U[u], V[i]> + b[i]`` in float32."""
+    acc = np.float32(0.0)
+    for f in range(U.shape[1]):
+        acc += U[u, f] * V[i, f]
+    return acc + b[i]
+
+
+@njit(inline="always", **JIT)
+def draw_negative(indices, start, end, n_items, neg_cdf, key, counter):
+    """A negative item for the user whose positives are ``indices[start:end]``.
+
+    Uniform over the user's negatives when ``neg_cdf`` is empty; otherwise drawn from the
+    item distribution whose cumulative sums are ``neg_cdf`` (positives redrawn, at most 32
+    times, after which a uniform negative is taken).
+    """
+    n_neg = n_items - (end - start)
+    if neg_cdf.shape[0] > 0:
+        for attempt in range(32):
+            j = np.int64(np.searchsorted(neg_cdf, draw_unit(key, counter + 1000 + attempt),
+                                         side="right"))
+            if j >= n_items:
+                j = n_items - 1
+            if not is_member(indices, start, end, j):
+                return j
+    return nth_negative(indices, start, end, draw_below(key, counter, n_neg))
+
+
+@njit(inline="always", **JIT)
+def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
+    """``L(min(rank, m)) [/ L(m)]`` with ``m = ceil(top_fraction * n_neg)`` (see weights.py)."""
+    m = n_neg
+    if top_fraction < 1.0:
+        m = max(np.int64(np.ceil(top_fraction * n_neg - 1e-9)), 1)
+    if m > table.shape[0] - 1:
+        m = table.shape[0] - 1
+    w = table[min(rank, m)]
+    if normalize:
+        w = w / table[m] if table[m] > 0 else 0.0
+    return w
+
+
+@njit(inline="always", **JIT)
+def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, buf):
+    """Descend ``g * (f(u, j) - f(u, i)) + alpha/2 * ||touched params||^2`` one step.
+
+    New values are computed into ``buf`` first and written only if all are finite, so
+    the parameters never hold NaN/Inf. Returns ``False`` (and writes nothing) otherwise.
+    """
+    d = U.shape[1]
+    check = np.float32(0.0)
+    for f in range(d):
+        uf = U[u, f]
+        vi = V[i, f]
+        vj = V[j, f]
+        gu = g * (vj - vi) + alpha * uf
+        gi = alpha * vi - g * uf
+        gj = g * uf + alpha * vj
+        if adagrad:
+            au = GU[u, f] + gu * gu
+            ai = GV[i, f] + gi * gi
+            aj = GV[j, f] + gj * gj
+            buf[3, f] = au
+            buf[4, f] = ai
+            buf[5, f] = aj
+            buf[0, f] = uf - lr * gu / np.sqrt(au)
+            buf[1, f] = vi - lr * gi / np.sqrt(ai)
+            buf[2, f] = vj - lr * gj / np.sqrt(aj)
+        else:
+            buf[0, f] = uf - lr * gu
+            buf[1, f] = vi - lr * gi
+            buf[2, f] = vj - lr * gj
+        check += buf[0, f] + buf[1, f] + buf[2, f]
+    gbi = alpha * b[i] - g
+    gbj = alpha * b[j] + g
+    if adagrad:
+        abi = Gb[i] + gbi * gbi
+        abj = Gb[j] + gbj * gbj
+        new_bi = b[i] - lr * gbi / np.sqrt(abi)
+        new_bj = b[j] - lr * gbj / np.sqrt(abj)
+    else:
+        abi = np.float32(0.0)
+        abj = np.float32(0.0)
+        new_bi = b[i] - lr * gbi
+        new_bj = b[j] - lr * gbj
+    check += new_bi + new_bj
+    if not np.isfinite(check):
+        return False
+    for f in range(d):
+        U[u, f] = buf[0, f]
+        V[i, f] = buf[1, f]
+        V[j, f] = buf[2, f]
+    b[i] = new_bi
+    b[j] = new_bj
+    if adagrad:
+        for f in range(d):
+            GU[u, f] = buf[3, f]
+            GV[i, f] = buf[4, f]
+            GV[j, f] = buf[5, f]
+        Gb[i] = abi
+        Gb[j] = abj
+    return True
+
+
+@njit(inline="always", **JIT)
+def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
+    """k-OS positive: the ``kos_k``-th best scored of ``kos_n`` positives drawn with
+    replacement from the user's row. Returns the chosen column position in ``indices``."""
+    n_pos = end - start
+    n = min(kos_n, n_pos)
+    best_pos = np.empty(n, np.int64)
+    best_score = np.empty(n, np.float32)
+    for t in range(n):
+        p = start + draw_below(key, counter + t, n_pos)
+        best_pos[t] = p
+        best_score[t] = score(U, V, b, u, indices[p])
+    order = np.argsort(-best_score, kind="mergesort")
+    return best_pos[order[min(kos_k, n) - 1]]
+
+
+@njit(**PJIT)
+def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
+                table, top_fraction, normalize, loss_code, max_sampled, kos_k, kos_n,
+                neg_cdf, learning_rate, alpha, adagrad, seed, epoch, n_threads, stats):
+    """Run one epoch of Hogwild SGD over ``order``.
+
+    Parameters
+    ----------
+    U, V, b : float32 arrays (n_users, d), (n_items, d), (n_items,)
+        Parameters, updated in place.
+    GU, GV, Gb : float32 arrays of the same shapes
+        Adagrad accumulators of squared gradients (ignored unless ``adagrad``).
+    indptr, indices : int arrays
+        CSR structure of the positives (row = user, sorted column indices).
+    sample_users : int32 array (nnz,)
+        Row of every stored positive.
+    sample_weight : float32 array (nnz,)
+        Weight multiplying each positive's gradient.
+    order : int64 array
+        Positions (into ``indices``) of the positives to visit, in visiting order.
+    table, top_fraction, normalize
+        Rank weighting (see ``warprec.weights``).
+    loss_code : int
+        ``LOSS_WARP`` or ``LOSS_BPR``.
+    max_sampled : int
+        Maximum negative draws per positive (WARP).
+    kos_k, kos_n : int
+        k-OS: when ``kos_n > 1`` the positive is the ``kos_k``-th best of ``kos_n``
+        positives of the same user drawn with replacement.
+    neg_cdf : float64 array
+        Empty for uniform negatives, else cumulative item sampling probabilities.
+    learning_rate, alpha : float
+        Step size and L2 penalty on the touched parameters.
+    adagrad : bool
+        Adagrad (per-coordinate) steps; plain SGD otherwise.
+    seed, epoch : int
+        Random stream keys.
+    n_threads : int
+        Number of contiguous slices of ``order`` (one per thread).
+    stats : float64 array (n_threads, N_STATS)
+        Filled with per-slice counts: samples, updates, negative draws, loss.
+
+    Returns
+    -------
+    bool
+        ``True`` if every update stayed finite; ``False`` if an update would have
+        produced NaN/Inf (it was not written and the slice stopped early).
+    """
+    n_items = V.shape[0]
+    d = U.shape[1]
+    n = order.shape[0]
+    per = (n + n_threads - 1) // n_threads
+    failed = np.zeros(n_threads, np.bool_)
+    lr = np.float32(learning_rate)
+    reg = np.float32(alpha)
+    for t in prange(n_threads):
+        buf = np.empty((6, d), np.float32)
+        lo = t * per
+        hi = min(n, lo + per)
+        n_samples = 0
+        n_updates = 0
+        n_trials = 0
+        loss_sum = 0.0
+        for s in range(lo, hi):
+            p = order[s]
+            u = sample_users[p]
+            start = indptr[u]
+            end = indptr[u + 1]
+            n_neg = n_items - (end - start)
+            n_samples += 1
+            if n_neg <= 0:
+                continue
+            key = stream_key(seed, epoch, p)
+            counter = 0
+            if kos_n > 1:
+                p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter)
+                counter += kos_n
+            i = indices[p]
+            w = sample_weight[p]
+            f_i = score(U, V, b, u, i)
+            if loss_code == LOSS_BPR:
+                j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+                x = f_i - score(U, V, b, u, j)
+                # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
+                if x >= 0:
+                    e = np.exp(-x)
+                    g = e / (1.0 + e)
+                    loss_sum += w * np.log1p(e)
+                else:
+                    e = np.exp(x)
+                    g = 1.0 / (1.0 + e)
+                    loss_sum += w * (np.log1p(e) - x)
+                n_trials += 1
+                if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, reg,
+                                   adagrad, buf):
+                    failed[t] = True
+                    break
+                n_updates += 1
+                continue
+            found = False
+            for trial in range(1, max_sampled + 1):
+                j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+                counter += 1
+                f_j = score(U, V, b, u, j)
+                if f_j + 1.0 > f_i:
+                    found = True
+                    n_trials += trial
+                    rank = max((n_neg - 1) // trial, 1)
+                    lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
+                    loss_sum += w * lw * (1.0 + f_j - f_i)
+                    if lw > 0:
+                        if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw),
+                                           lr, reg, adagrad, buf):
+                            failed[t] = True
+                        n_updates += 1
+                    break
+            if not found:
+                n_trials += max_sampled
+            if failed[t]:
+                break
+        stats[t, STAT_SAMPLES] = n_samples
+        stats[t, STAT_UPDATES] = n_updates
+        stats[t, STAT_TRIALS] = n_trials
+        stats[t, STAT_LOSS] = loss_sum
+    return not failed.any()

@@ -1,0 +1,797 @@
+"""The WARPFactorizer estimator: validation, allocation, seeding and the epoch loop.
+
+The numerical work happens in :mod:`warprec._kernels`; this module turns user input into
+canonical arrays, owns the random generator, loops over epochs (progress bar, callback,
+divergence check) and maps raw ids in and out.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import tempfile
+import time
+import warnings
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from . import __version__
+from ._inputs import as_interaction_matrix, check_positive_int, lookup_ids
+from ._kernels import train as _train
+from .exceptions import DivergenceError, NotFittedError, WarprecWarning
+from .weights import resolve_rank_weighting
+
+__all__ = ["WARPFactorizer"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR}
+_SCHEDULES = ("adagrad", "sgd")
+_SAMPLING = ("uniform", "popularity")
+_ESTIMATORS = ("sampled",)
+
+
+class WARPFactorizer:
+    """Matrix factorisation trained with the WARP ranking loss.
+
+    Scores are ``f(u, i) = <U_u, V_i> + b_i``. For every observed positive ``(u, i)``,
+    visited in a fresh random order each epoch, negatives ``j`` are drawn uniformly from
+    the items ``u`` has not interacted with until one violates the margin
+    ``1 + f(u, j) > f(u, i)`` or ``max_sampled`` draws pass. After ``N`` draws the rank
+    of ``i`` among the ``Y`` negatives is estimated by ``floor((Y - 1) / N)`` (at least 1,
+    since a violator exists) and the hinge ``L(rank) * (1 - f(u, i) + f(u, j))`` is
+    descended, with ``L(r) = sum_{j<=r} tau_j`` (Weston, Bengio & Usunier 2010; Usunier et
+    al. 2009). Training is Hogwild SGD in a parallel Numba kernel.
+
+    Parameters
+    ----------
+    n_components : int, default 64
+        Embedding dimension d.
+    epochs : int, default 30
+        Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`).
+    learning_rate : float, default 0.05
+        Step size (Adagrad's base rate with the default schedule).
+    max_sampled : int, default 10
+        Maximum negative draws per positive; a positive with no violator after that many
+        draws is skipped for this epoch.
+    rank_weighting : str or array_like, default "harmonic"
+        ``tau``: ``"harmonic"`` (1/j), ``"auc"`` (1), ``"precision@k"`` (1 for j <= k, needs
+        ``k``), ``"precision@1"``, ``"log"`` (LightFM's log-rank), the OWPC normalised
+        families ``"owpc-mean"``, ``"owpc-top"``, ``"owpc-top-p"`` (needs
+        ``top_fraction``), ``"owpc-harmonic"``, or a non-increasing array of tau_j. See
+        :mod:`warprec.weights`.
+    alpha : float, default 0.0
+        L2 penalty on the parameters touched by each update.
+    n_threads : int or None, default None
+        Threads for training and scoring; None uses all of Numba's threads.
+    random_state : int, numpy Generator or None, default 0
+        Seeds initialisation, the epoch orders and the kernel's counter-based draws.
+        With one thread a fixed seed gives bit-identical factors across runs and
+        processes; with several threads the same negatives are drawn but Hogwild update
+        order races, so results agree only statistically.
+    loss : {"warp", "warp-kos", "bpr"}, default "warp"
+        ``"warp-kos"`` uses as positive the ``k``-th best scored of ``n`` positives of the
+        user (k-OS WARP); ``"bpr"`` descends ``-log sigmoid(f(u,i) - f(u,j))`` with one
+        negative per positive.
+    k : int or None, default None
+        The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
+    n : int, default 10
+        Number of positives drawn per step by k-OS.
+    top_fraction : float or None, default None
+        p of ``rank_weighting="owpc-top-p"``.
+    learning_schedule : {"adagrad", "sgd"}, default "adagrad"
+        Per-coordinate Adagrad steps ``lr * g / sqrt(1 + sum g^2)`` (the accumulator starts
+        at 1, so the first step equals plain SGD) or constant-rate SGD.
+    negative_sampling : {"uniform", "popularity"}, default "uniform"
+        How BPR draws negatives (WARP's rank estimate requires uniform draws).
+    init_scale : float, default 0.1
+        Factors start as ``N(0, init_scale^2 / n_components)``; biases start at 0.
+    verbose : bool, default False
+        Show a tqdm progress bar over epochs.
+
+    Attributes
+    ----------
+    user_factors_ : ndarray of float32, shape (n_users, n_components)
+    item_factors_ : ndarray of float32, shape (n_items, n_components)
+    item_biases_ : ndarray of float32, shape (n_items,)
+    user_ids_, item_ids_ : ndarray or None
+        Raw ids by index when fit on raw ids (DataFrame / Interactions), else None and
+        the methods take row/column indices.
+    train_matrix_ : scipy.sparse.csr_matrix
+        The positives seen by the last fit, used by ``recommend(exclude_seen=True)``.
+    epochs_done_ : int
+        Epochs trained so far (over fit and partial_fit calls).
+    history_ : list of dict
+        Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples.
+    """
+
+    def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
+                 rank_weighting="harmonic", alpha=0.0, n_threads=None, random_state=0, *,
+                 loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
+                 negative_sampling="uniform", init_scale=0.1, verbose=False):
+        self.n_components = n_components
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.max_sampled = max_sampled
+        self.rank_weighting = rank_weighting
+        self.alpha = alpha
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.loss = loss
+        self.k = k
+        self.n = n
+        self.top_fraction = top_fraction
+        self.learning_schedule = learning_schedule
+        self.negative_sampling = negative_sampling
+        self.init_scale = init_scale
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ sklearn API
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        """Parameters of this estimator (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn convention); returns self."""
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"Invalid parameter {key!r} for WARPFactorizer; valid "
+                                 f"parameters are {sorted(valid)}.")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self):
+        defaults = {p.name: p.default for p in
+                    inspect.signature(type(self).__init__).parameters.values()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items()
+                   if not _same(v, defaults.get(k))]
+        return f"WARPFactorizer({', '.join(changed)})"
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, sample_weight=None, *, callback=None):
+        """Learn embeddings from positive interactions, starting from scratch.
+
+        Parameters
+        ----------
+        X : scipy.sparse matrix, dense 2-D array, warprec.data.Interactions or DataFrame
+            Users x items positives. Every stored non-zero is a positive (duplicates of COO
+            input are summed, stored zeros ignored; NaN/inf/negative values raise). A
+            DataFrame needs ``user_id`` and ``item_id`` columns of raw ids; each row is a
+            positive (filter ratings first with ``warprec.data.positives``), and then
+            ``recommend``/``predict`` take and return raw ids.
+        sample_weight : None, "values", 1-D array or sparse matrix, optional
+            Weight multiplying each positive's gradient. ``"values"`` uses X's stored
+            values; a 1-D array is aligned with the positives in row-major order (the
+            order of ``train_matrix_.data``); a sparse matrix must have X's shape and a
+            value at every positive. Weights must be finite and >= 0.
+        callback : callable, optional
+            Called as ``callback(model, info)`` after every epoch with ``info`` the
+            epoch's ``history_`` entry; returning ``False`` stops training early.
+
+        Returns
+        -------
+        self
+        """
+        self._reset()
+        return self._train(X, sample_weight, callback, fresh=True)
+
+    def partial_fit(self, X, sample_weight=None, *, callback=None):
+        """Train ``epochs`` more epochs, continuing from the current parameters and
+        optimizer state (same as :meth:`fit` on an unfitted model).
+
+        ``X`` must describe the same users and items as the first fit (same shape, or
+        raw ids known to the model); it may hold different positives.
+        """
+        fresh = not hasattr(self, "user_factors_")
+        return self._train(X, sample_weight, callback, fresh=fresh)
+
+    def _reset(self):
+        for name in list(vars(self)):
+            if name.endswith("_") and not name.startswith("__"):
+                delattr(self, name)
+
+    def _train(self, X, sample_weight, callback, fresh):
+        config = self._check_params()
+        matrix, user_ids, item_ids = self._fit_input(X, fresh)
+        weights = self._sample_weights(matrix, sample_weight)
+        if fresh:
+            self._initialise(matrix.shape, user_ids, item_ids, config)
+        self.train_matrix_ = matrix
+        n_threads = config["n_threads"]
+        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
+        weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
+                                           top_fraction=self.top_fraction)
+        neg_cdf = self._negative_cdf(matrix, config)
+        stats = np.zeros((n_threads, _train.N_STATS))
+        progress = _progress(config["epochs"], self.verbose)
+        previous = numba.get_num_threads()
+        numba.set_num_threads(n_threads)
+        try:
+            for _ in range(config["epochs"]):
+                epoch = self.epochs_done_
+                order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
+                tic = time.perf_counter()
+                ok = _train.train_epoch(
+                    self.user_factors_, self.item_factors_, self.item_biases_,
+                    self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
+                    matrix.indptr, matrix.indices, users, weights, order,
+                    weighting.table, weighting.top_fraction, weighting.normalize,
+                    config["loss_code"], config["max_sampled"], config["kos_k"],
+                    config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
+                    config["adagrad"], self.seed_, epoch, n_threads, stats)
+                seconds = time.perf_counter() - tic
+                if not ok or not self._parameters_finite():
+                    raise DivergenceError(
+                        f"Training diverged in epoch {epoch}: an update would have made the "
+                        f"parameters NaN or infinite. The model keeps its last finite "
+                        f"parameters. Lower learning_rate (now {self.learning_rate}), "
+                        f"add alpha regularisation, or use learning_schedule='adagrad'.",
+                        epoch)
+                info = _epoch_info(epoch, seconds, stats)
+                self.history_.append(info)
+                self.epochs_done_ += 1
+                progress.update(1)
+                progress.set_postfix(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
+                log.debug("epoch %d: %s", epoch, info)
+                if callback is not None and callback(self, info) is False:
+                    break
+        finally:
+            numba.set_num_threads(previous)
+            progress.close()
+        return self
+
+    def _check_params(self):
+        d = check_positive_int(self.n_components, "n_components")
+        epochs = self.epochs
+        if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+            raise ValueError(f"epochs must be a non-negative integer (got {epochs!r}).")
+        max_sampled = check_positive_int(self.max_sampled, "max_sampled")
+        for name in ("learning_rate", "alpha", "init_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
+                                                                 np.integer)):
+                raise TypeError(f"{name} must be a number (got {value!r}).")
+            if not np.isfinite(value) or value < 0 or (name == "learning_rate" and value == 0):
+                raise ValueError(f"{name} must be finite and "
+                                 f"{'> 0' if name == 'learning_rate' else '>= 0'} (got {value}).")
+        if self.loss not in _LOSSES:
+            raise ValueError(f"loss must be one of {sorted(_LOSSES)} (got {self.loss!r}).")
+        if self.learning_schedule not in _SCHEDULES:
+            raise ValueError(f"learning_schedule must be one of {_SCHEDULES} "
+                             f"(got {self.learning_schedule!r}).")
+        if self.negative_sampling not in _SAMPLING:
+            raise ValueError(f"negative_sampling must be one of {_SAMPLING} "
+                             f"(got {self.negative_sampling!r}).")
+        if self.negative_sampling == "popularity" and self.loss != "bpr":
+            raise ValueError("negative_sampling='popularity' is only available with loss='bpr': "
+                             "WARP's rank estimate assumes uniformly drawn negatives.")
+        kos_k, kos_n = 1, 1
+        if self.loss == "warp-kos":
+            kos_n = check_positive_int(self.n, "n")
+            kos_k = check_positive_int(5 if self.k is None else self.k, "k")
+            if kos_k > kos_n:
+                raise ValueError(f"k-OS needs k <= n (got k={kos_k}, n={kos_n}).")
+        return dict(d=d, epochs=int(epochs), max_sampled=max_sampled,
+                    loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
+                    adagrad=self.learning_schedule == "adagrad",
+                    n_threads=_resolve_threads(self.n_threads))
+
+    def _fit_input(self, X, fresh):
+        """Canonical CSR plus raw id arrays (None for matrix input)."""
+        user_ids = item_ids = None
+        if _is_frame(X):
+            from .data import Interactions
+            if fresh:
+                X = Interactions.from_frame(X)
+            else:
+                X = Interactions.from_frame(X, user_ids=self.user_ids_, item_ids=self.item_ids_)
+        if _is_interactions(X):
+            user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
+            X = X.matrix
+        matrix = as_interaction_matrix(X)
+        if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+            raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one item.")
+        if matrix.nnz == 0:
+            raise ValueError("X holds no positive interaction (all entries are zero); "
+                             "nothing to learn from.")
+        if not fresh:
+            if matrix.shape != (self.user_factors_.shape[0], self.item_factors_.shape[0]):
+                raise ValueError(f"partial_fit got X of shape {matrix.shape} but the model was "
+                                 f"fit on {self.user_factors_.shape[0]} users x "
+                                 f"{self.item_factors_.shape[0]} items; use fit() to start over.")
+            if (user_ids is None) != (self.user_ids_ is None) or (
+                    user_ids is not None and not (np.array_equal(user_ids, self.user_ids_)
+                                                  and np.array_equal(item_ids, self.item_ids_))):
+                raise ValueError("partial_fit needs the users and items of the first fit (same "
+                                 "id maps); use fit() to train on a new catalogue.")
+        if matrix.shape[1] >= 2**31 - 1:
+            raise ValueError("warprec supports fewer than 2**31 - 1 items.")
+        return matrix, user_ids, item_ids
+
+    def _sample_weights(self, matrix, sample_weight):
+        if sample_weight is None:
+            return np.ones(matrix.nnz, dtype=np.float32)
+        if isinstance(sample_weight, str):
+            if sample_weight != "values":
+                raise ValueError("sample_weight must be None, 'values', an array or a sparse "
+                                 f"matrix (got {sample_weight!r}).")
+            w = matrix.data.astype(np.float64)
+        elif sp.issparse(sample_weight):
+            W = sp.csr_matrix(sample_weight, dtype=np.float64)
+            if W.shape != matrix.shape:
+                raise ValueError(f"sample_weight has shape {W.shape} but X has {matrix.shape}.")
+            W.sum_duplicates()
+            rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+            w = np.asarray(W[rows, matrix.indices]).ravel()
+            if W.nnz != matrix.nnz or np.count_nonzero(w) != np.count_nonzero(W.data):
+                raise ValueError("sample_weight must have a value at exactly the positions of "
+                                 "X's positives (same sparsity pattern).")
+        else:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.shape != (matrix.nnz,):
+                raise ValueError(f"sample_weight has shape {w.shape}; expected ({matrix.nnz},), "
+                                 "one weight per positive in row-major order.")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("sample_weight must be finite and >= 0 "
+                             f"({int((~np.isfinite(w) | (w < 0)).sum())} bad value(s)).")
+        return w.astype(np.float32)
+
+    def _negative_cdf(self, matrix, config):
+        if self.negative_sampling != "popularity":
+            return np.zeros(0, dtype=np.float64)
+        counts = np.bincount(matrix.indices, minlength=matrix.shape[1]).astype(np.float64) + 1.0
+        cdf = np.cumsum(counts)
+        return cdf / cdf[-1]
+
+    def _initialise(self, shape, user_ids, item_ids, config):
+        n_users, n_items = shape
+        d = config["d"]
+        rng = np.random.default_rng(self.random_state)
+        self.seed_ = int(rng.integers(0, 2**63 - 1))
+        scale = float(self.init_scale) / np.sqrt(d)
+        self.user_factors_ = (rng.standard_normal((n_users, d)) * scale).astype(np.float32)
+        self.item_factors_ = (rng.standard_normal((n_items, d)) * scale).astype(np.float32)
+        self.item_biases_ = np.zeros(n_items, dtype=np.float32)
+        self.user_grad_sq_ = np.ones((n_users, d), dtype=np.float32)
+        self.item_grad_sq_ = np.ones((n_items, d), dtype=np.float32)
+        self.bias_grad_sq_ = np.ones(n_items, dtype=np.float32)
+        self.user_ids_ = user_ids
+        self.item_ids_ = item_ids
+        self.epochs_done_ = 0
+        self.history_ = []
+
+    def _parameters_finite(self):
+        return bool(np.isfinite(self.user_factors_).all() and np.isfinite(self.item_factors_).all()
+                    and np.isfinite(self.item_biases_).all())
+
+    # ------------------------------------------------------------------ inference
+    def _check_fitted(self):
+        if not hasattr(self, "user_factors_"):
+            raise NotFittedError("This WARPFactorizer is not fitted yet: call fit(X) first.")
+
+    @property
+    def n_users_(self):
+        """Number of users the model knows."""
+        self._check_fitted()
+        return self.user_factors_.shape[0]
+
+    @property
+    def n_items_(self):
+        """Number of items the model knows."""
+        self._check_fitted()
+        return self.item_factors_.shape[0]
+
+    def _user_index(self, users):
+        return lookup_ids(users, self._id_map("user"), "user", self.n_users_)
+
+    def _item_index(self, items):
+        return lookup_ids(items, self._id_map("item"), "item", self.n_items_)
+
+    def _id_map(self, kind):
+        ids = self.user_ids_ if kind == "user" else self.item_ids_
+        if ids is None:
+            return None
+        cache = f"_{kind}_map"
+        mapping = self.__dict__.get(cache)
+        if mapping is None:
+            mapping = {(v.item() if isinstance(v, np.generic) else v): i
+                       for i, v in enumerate(ids)}
+            self.__dict__[cache] = mapping
+        return mapping
+
+    def _raw_items(self, index):
+        """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
+        if self.item_ids_ is None:
+            return index.astype(np.int64)
+        ids = self.item_ids_
+        out = ids[np.maximum(index, 0)]
+        missing = index < 0
+        if missing.any():
+            if np.issubdtype(ids.dtype, np.number):
+                out = out.astype(ids.dtype)
+                out[missing] = -1
+            else:
+                out = out.astype(object)
+                out[missing] = None
+        return out
+
+    def predict(self, user_ids, item_ids):
+        """Scores ``f(u, i)`` of (user, item) pairs.
+
+        Parameters
+        ----------
+        user_ids, item_ids : scalar or 1-D array_like
+            Raw ids (or indices for a model fit on a matrix); broadcast against each other.
+
+        Returns
+        -------
+        ndarray of float32
+            One score per pair (a 0-d result becomes a 1-element array).
+
+        Raises
+        ------
+        KeyError
+            An id was not seen at fit time.
+        """
+        self._check_fitted()
+        u = self._user_index(user_ids)
+        i = self._item_index(item_ids)
+        if u.size != i.size and u.size != 1 and i.size != 1:
+            raise ValueError(f"user_ids ({u.size}) and item_ids ({i.size}) must have the same "
+                             "length (or one of them a single id).")
+        u, i = np.broadcast_arrays(u, i)
+        scores = np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i],
+                           dtype=np.float32)
+        return scores + self.item_biases_[i]
+
+    def recommend(self, users, k=10, exclude_seen=True, filter_items=None, *, user_items=None,
+                  items=None, n_threads=None):
+        """Top-k items for one user or a batch of users.
+
+        Parameters
+        ----------
+        users : scalar or 1-D array_like
+            Raw user id(s) (indices for a model fit on a matrix).
+        k : int, default 10
+            Number of items per user. Values above the number of items are clipped to it.
+        exclude_seen : bool, default True
+            Leave out the user's known positives: those of ``user_items`` if given, else
+            those of the matrix the model was fit on.
+        filter_items : array_like, optional
+            Items never to recommend (raw ids / indices), as in implicit.
+        user_items : scipy.sparse matrix, optional
+            One row per requested user (implicit's convention) over the model's items,
+            whose stored entries are excluded instead of the training positives.
+        items : array_like, optional
+            Restrict the candidates to these items.
+        n_threads : int, optional
+            Threads for scoring (default: the model's ``n_threads``).
+
+        Returns
+        -------
+        items : ndarray
+            Shape (k,) for a single user, (n_users, k) for a batch; best first, ties broken
+            by lower item index. When a user has fewer than k eligible items the remaining
+            slots hold -1 (numeric ids) or None (other ids).
+        scores : ndarray of float32
+            Matching scores; -inf in unfilled slots.
+        """
+        from .scoring import topk_items
+
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        single = np.ndim(users) == 0
+        u = self._user_index(users)
+        exclude = None
+        if exclude_seen:
+            if user_items is not None:
+                ui = as_interaction_matrix(user_items, "user_items")
+                if ui.shape != (u.size, self.n_items_):
+                    raise ValueError(f"user_items must have one row per requested user and one "
+                                     f"column per item: expected {(u.size, self.n_items_)}, "
+                                     f"got {ui.shape}.")
+                exclude = ui
+                rows = np.arange(u.size)
+            else:
+                exclude = self.train_matrix_
+                rows = u
+        else:
+            rows = u
+        allowed = None
+        if filter_items is not None or items is not None:
+            allowed = np.ones(self.n_items_, dtype=bool)
+            if items is not None:
+                allowed[:] = False
+                allowed[self._item_index(items)] = True
+            if filter_items is not None:
+                allowed[self._item_index(filter_items)] = False
+        user_factors = self.user_factors_
+        if exclude is not None and rows is not u:
+            user_factors = self.user_factors_[u]
+            u = rows
+        index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u, int(k),
+                                   exclude=exclude, allowed_items=allowed,
+                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+        out = self._raw_items(index)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    def similar_items(self, items, k=10, *, n_threads=None):
+        """Items most similar to the given ones by cosine similarity of item factors.
+
+        The query item itself is left out. Returns ``(items, similarities)`` shaped like
+        :meth:`recommend`'s output (1-D for a single query item). Items with an all-zero
+        factor vector have similarity 0 with everything.
+        """
+        from .scoring import topk_items
+
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        single = np.ndim(items) == 0
+        q = self._item_index(items)
+        norms = np.linalg.norm(self.item_factors_, axis=1)
+        unit = self.item_factors_ / np.where(norms > 0, norms, 1.0)[:, None]
+        unit = unit.astype(np.float32)
+        self_mask = sp.csr_matrix((np.ones(q.size, np.float32), (np.arange(q.size), q)),
+                                  shape=(q.size, self.n_items_))
+        index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
+                                   np.arange(q.size), int(k), exclude=self_mask,
+                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+        out = self._raw_items(index)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    # ------------------------------------------------------------------ evaluation glue
+    def _as_index_matrix(self, X, name, count_unknown_items):
+        """``X`` as CSR in this model's index space, plus per-user unknown-item counts."""
+        n_users, n_items = self.n_users_, self.n_items_
+        if _is_frame(X) or _is_interactions(X):
+            if self.user_ids_ is None:
+                raise TypeError(f"{name} has raw ids but the model was fit on a matrix; pass a "
+                                "sparse matrix in the same index space.")
+            frame = X.to_frame() if _is_interactions(X) else X
+            for col in ("user_id", "item_id"):
+                if col not in frame.columns:
+                    raise KeyError(f"{name} needs columns 'user_id' and 'item_id'; found "
+                                   f"{list(frame.columns)}.")
+            umap, imap = self._id_map("user"), self._id_map("item")
+            u = np.fromiter((umap.get(_py(v), -1) for v in frame["user_id"]), np.int64,
+                            count=len(frame))
+            i = np.fromiter((imap.get(_py(v), -1) for v in frame["item_id"]), np.int64,
+                            count=len(frame))
+            unknown_users = u < 0
+            if unknown_users.any():
+                warnings.warn(f"{name}: {int(unknown_users.sum())} row(s) of "
+                              f"{len(np.unique(frame['user_id'][unknown_users]))} user(s) unseen "
+                              "at fit time were left out (the model cannot score them).",
+                              WarprecWarning, stacklevel=3)
+            known = ~unknown_users
+            keep = known & (i >= 0)
+            matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (u[keep], i[keep])),
+                                   shape=(n_users, n_items))
+            matrix.sum_duplicates()
+            matrix.data[:] = 1.0
+            extra = np.zeros(n_users, np.int64)
+            unknown_items = known & (i < 0)
+            if count_unknown_items and unknown_items.any():
+                # each distinct unknown item of a user counts once in |relevant|
+                pairs = np.unique(np.stack([u[unknown_items],
+                                            _codes(frame["item_id"].to_numpy()[unknown_items])]),
+                                  axis=1)
+                extra = np.bincount(pairs[0], minlength=n_users)
+            return matrix, extra
+        matrix = as_interaction_matrix(X, name)
+        if matrix.shape != (n_users, n_items):
+            raise ValueError(f"{name} has shape {matrix.shape} but the model knows "
+                             f"{n_users} users x {n_items} items.")
+        return matrix, np.zeros(n_users, np.int64)
+
+    def _evaluation_inputs(self, test, train):
+        """Arrays for :func:`warprec.metrics.evaluate_factors` (index space)."""
+        self._check_fitted()
+        test_m, extra = self._as_index_matrix(test, "test", True)
+        train_m = None if train is None else self._as_index_matrix(train, "train", False)[0]
+        n_relevant = np.diff(test_m.indptr).astype(np.int64) + extra
+        return dict(user_factors=self.user_factors_, item_factors=self.item_factors_,
+                    item_biases=self.item_biases_, test=test_m, train=train_m,
+                    n_relevant=n_relevant)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path):
+        """Write the fitted model to ``path`` (``.npz``, no pickle), atomically.
+
+        The file holds every fitted attribute (factors, biases, optimizer state, id maps,
+        training matrix, history) and the hyperparameters, so ``load`` followed by
+        ``partial_fit`` resumes exactly. The data goes to a temporary file in the same
+        folder that replaces ``path`` only once complete.
+        """
+        self._check_fitted()
+        if not self._parameters_finite():
+            raise ValueError("Refusing to save a model with non-finite parameters.")
+        path = os.fspath(path)
+        arrays = dict(
+            format_version=np.array(FORMAT_VERSION),
+            warprec_version=np.array(__version__),
+            params=np.array(json.dumps(_jsonable_params(self.get_params()))),
+            user_factors=self.user_factors_, item_factors=self.item_factors_,
+            item_biases=self.item_biases_, user_grad_sq=self.user_grad_sq_,
+            item_grad_sq=self.item_grad_sq_, bias_grad_sq=self.bias_grad_sq_,
+            seed=np.array(self.seed_, dtype=np.uint64), epochs_done=np.array(self.epochs_done_),
+            history=np.array(json.dumps(self.history_)),
+            train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
+            train_data=self.train_matrix_.data,
+        )
+        for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
+            if ids is not None:
+                arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _encode_ids(ids)
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".warprec-", suffix=".npz.tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ValueError
+            The file is not a warprec model, is truncated or corrupted, or was written by
+            a newer format version.
+        """
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No model file at {path!r}.")
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                data = {key: f[key] for key in f.files}
+        except Exception as exc:  # zipfile.BadZipFile, OSError, ValueError, EOFError...
+            raise ValueError(f"{path!r} is not a readable warprec model file (truncated or "
+                             f"corrupted?): {exc}") from exc
+        if "format_version" not in data or "params" not in data:
+            raise ValueError(f"{path!r} is an .npz file but not a warprec model.")
+        version = int(data["format_version"])
+        if version > FORMAT_VERSION:
+            raise ValueError(f"{path!r} was written by a newer warprec (model format {version}; "
+                             f"this warprec reads up to {FORMAT_VERSION}). Upgrade warprec.")
+        try:
+            model = cls(**json.loads(str(data["params"])))
+            model.user_factors_ = data["user_factors"]
+            model.item_factors_ = data["item_factors"]
+            model.item_biases_ = data["item_biases"]
+            model.user_grad_sq_ = data["user_grad_sq"]
+            model.item_grad_sq_ = data["item_grad_sq"]
+            model.bias_grad_sq_ = data["bias_grad_sq"]
+            model.seed_ = int(data["seed"])
+            model.epochs_done_ = int(data["epochs_done"])
+            model.history_ = json.loads(str(data["history"]))
+            n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
+            model.train_matrix_ = sp.csr_matrix(
+                (data["train_data"], data["train_indices"], data["train_indptr"]),
+                shape=(n_users, n_items))
+            model.user_ids_ = _decode_ids(data, "user")
+            model.item_ids_ = _decode_ids(data, "item")
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
+        if not model._parameters_finite():
+            raise ValueError(f"{path!r} holds non-finite parameters; the file is corrupted.")
+        return model
+
+
+# ---------------------------------------------------------------------- helpers
+def _resolve_threads(n_threads):
+    limit = numba.config.NUMBA_NUM_THREADS
+    if n_threads is None:
+        return limit
+    n = check_positive_int(n_threads, "n_threads")
+    if n > limit:
+        warnings.warn(f"n_threads={n} exceeds Numba's thread limit {limit}; using {limit}.",
+                      WarprecWarning, stacklevel=3)
+    return min(n, limit)
+
+
+def _is_frame(X):
+    return type(X).__name__ == "DataFrame" and hasattr(X, "columns")
+
+
+def _is_interactions(X):
+    return hasattr(X, "matrix") and hasattr(X, "user_ids") and hasattr(X, "item_ids")
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _codes(values):
+    """Integer codes of the distinct values (order irrelevant)."""
+    import pandas as pd
+    return pd.factorize(pd.Series(values, dtype=object))[0]
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) if not isinstance(a, np.ndarray) else False
+    except Exception:
+        return False
+
+
+def _jsonable_params(params):
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        elif isinstance(value, np.random.Generator):
+            value = None
+        out[key] = value
+    return out
+
+
+def _encode_ids(ids):
+    ids = np.asarray(ids)
+    if np.issubdtype(ids.dtype, np.integer):
+        return ids.astype(np.int64), np.array("int")
+    if np.issubdtype(ids.dtype, np.floating):
+        return ids.astype(np.float64), np.array("float")
+    return np.array([str(v) for v in ids], dtype=str), np.array("str")
+
+
+def _decode_ids(data, kind):
+    if f"{kind}_ids" not in data:
+        return None
+    ids = data[f"{kind}_ids"]
+    return ids.astype(object) if str(data[f"{kind}_ids_kind"]) == "str" else ids
+
+
+def _epoch_info(epoch, seconds, stats):
+    samples = stats[:, _train.STAT_SAMPLES].sum()
+    return dict(epoch=int(epoch), seconds=float(seconds),
+                loss=float(stats[:, _train.STAT_LOSS].sum() / max(samples, 1)),
+                updates=int(stats[:, _train.STAT_UPDATES].sum()),
+                mean_trials=float(stats[:, _train.STAT_TRIALS].sum() / max(samples, 1)),
+                samples=int(samples))
+
+
+class _NoProgress:
+    def update(self, n):
+        pass
+
+    def set_postfix(self, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total, verbose):
+    if not verbose:
+        return _NoProgress()
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc="warprec fit", unit="epoch")

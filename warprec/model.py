@@ -113,7 +113,7 @@ class WARPFactorizer:
     def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
                  rank_weighting="harmonic", alpha=0.0, n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
-                 negative_sampling="uniform", init_scale=0.1, verbose=False):
+                 negative_sampling="uniform", init_scale=0.1, max_norm=None, verbose=False):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -129,6 +129,7 @@ class WARPFactorizer:
         self.learning_schedule = learning_schedule
         self.negative_sampling = negative_sampling
         self.init_scale = init_scale
+        self.max_norm = max_norm
         self.verbose = verbose
 
     # ------------------------------------------------------------------ sklearn API
@@ -229,7 +230,7 @@ class WARPFactorizer:
                     weighting.table, weighting.top_fraction, weighting.normalize,
                     config["loss_code"], config["max_sampled"], config["kos_k"],
                     config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
-                    config["adagrad"], self.seed_, epoch, n_threads, stats)
+                    float(self.max_norm or 0.0), config["adagrad"], self.seed_, epoch, n_threads, stats)
                 seconds = time.perf_counter() - tic
                 if not ok or not self._parameters_finite():
                     raise DivergenceError(

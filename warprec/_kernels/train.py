@@ -103,7 +103,7 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 
 @njit(inline="always", **JIT)
-def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, buf):
+def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, buf):
     """Descend ``g * (f(u, j) - f(u, i)) + alpha/2 * ||touched params||^2`` one step.
 
     New values are computed into ``buf`` first and written only if all are finite, so
@@ -111,13 +111,14 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, buf):
     """
     d = U.shape[1]
     check = np.float32(0.0)
+    decay = np.float32(1.0) - lr * alpha
     for f in range(d):
         uf = U[u, f]
         vi = V[i, f]
         vj = V[j, f]
-        gu = g * (vj - vi) + alpha * uf
-        gi = alpha * vi - g * uf
-        gj = g * uf + alpha * vj
+        gu = g * (vj - vi)
+        gi = -g * uf
+        gj = g * uf
         if adagrad:
             au = GU[u, f] + gu * gu
             ai = GV[i, f] + gi * gi
@@ -125,26 +126,35 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, buf):
             buf[3, f] = au
             buf[4, f] = ai
             buf[5, f] = aj
-            buf[0, f] = uf - lr * gu / np.sqrt(au)
-            buf[1, f] = vi - lr * gi / np.sqrt(ai)
-            buf[2, f] = vj - lr * gj / np.sqrt(aj)
+            buf[0, f] = decay * uf - lr * gu / np.sqrt(au)
+            buf[1, f] = decay * vi - lr * gi / np.sqrt(ai)
+            buf[2, f] = decay * vj - lr * gj / np.sqrt(aj)
         else:
-            buf[0, f] = uf - lr * gu
-            buf[1, f] = vi - lr * gi
-            buf[2, f] = vj - lr * gj
+            buf[0, f] = decay * uf - lr * gu
+            buf[1, f] = decay * vi - lr * gi
+            buf[2, f] = decay * vj - lr * gj
         check += buf[0, f] + buf[1, f] + buf[2, f]
-    gbi = alpha * b[i] - g
-    gbj = alpha * b[j] + g
+    if max_norm > 0:
+        for row in range(3):
+            sq = np.float32(0.0)
+            for f in range(d):
+                sq += buf[row, f] * buf[row, f]
+            if sq > max_norm * max_norm:
+                shrink = max_norm / np.sqrt(sq)
+                for f in range(d):
+                    buf[row, f] *= shrink
+    gbi = -g
+    gbj = g
     if adagrad:
         abi = Gb[i] + gbi * gbi
         abj = Gb[j] + gbj * gbj
-        new_bi = b[i] - lr * gbi / np.sqrt(abi)
-        new_bj = b[j] - lr * gbj / np.sqrt(abj)
+        new_bi = decay * b[i] - lr * gbi / np.sqrt(abi)
+        new_bj = decay * b[j] - lr * gbj / np.sqrt(abj)
     else:
         abi = np.float32(0.0)
         abj = np.float32(0.0)
-        new_bi = b[i] - lr * gbi
-        new_bj = b[j] - lr * gbj
+        new_bi = decay * b[i] - lr * gbi
+        new_bj = decay * b[j] - lr * gbj
     check += new_bi + new_bj
     if not np.isfinite(check):
         return False
@@ -183,7 +193,7 @@ def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
 @njit(**PJIT)
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
                 table, top_fraction, normalize, loss_code, max_sampled, kos_k, kos_n,
-                neg_cdf, learning_rate, alpha, adagrad, seed, epoch, n_threads, stats):
+                neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, stats):
     """Run one epoch of Hogwild SGD over ``order``.
 
     Parameters
@@ -213,6 +223,8 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         Empty for uniform negatives, else cumulative item sampling probabilities.
     learning_rate, alpha : float
         Step size and L2 penalty on the touched parameters.
+    max_norm : float
+        If > 0, factor rows touched by an update are rescaled to norm <= max_norm.
     adagrad : bool
         Adagrad (per-coordinate) steps; plain SGD otherwise.
     seed, epoch : int
@@ -235,6 +247,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     failed = np.zeros(n_threads, np.bool_)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
+    mnorm = np.float32(max_norm)
     for t in prange(n_threads):
         buf = np.empty((6, d), np.float32)
         lo = t * per
@@ -274,7 +287,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                     loss_sum += w * (np.log1p(e) - x)
                 n_trials += 1
                 if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, reg,
-                                   adagrad, buf):
+                                   adagrad, mnorm, buf):
                     failed[t] = True
                     break
                 n_updates += 1
@@ -292,7 +305,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                     loss_sum += w * lw * (1.0 + f_j - f_i)
                     if lw > 0:
                         if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw),
-                                           lr, reg, adagrad, buf):
+                                           lr, reg, adagrad, mnorm, buf):
                             failed[t] = True
                         n_updates += 1
                     break

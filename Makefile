@@ -1,0 +1,30 @@
+# warprec: `make demo` and `make test` set everything up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install bench bench-quick clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Fit -> evaluate -> recommend on the embedded synthetic data, against a popularity baseline.
+demo: $(STAMP)
+	$(VENV)/bin/warprec demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+# Side-by-side benchmark against LightFM and implicit (installs the bench extras).
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

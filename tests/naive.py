@@ -1,0 +1,102 @@
+"""Slow, readable reference implementations the fast kernels are tested against.
+
+Everything here is plain Python/numpy written for clarity, not speed: the counter-based
+random generator on Python integers, the r-th negative by listing the negatives, and one
+epoch of WARP/BPR SGD visiting positives one at a time.
+"""
+
+import numpy as np
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+M1 = 0xBF58476D1CE4E5B9
+M2 = 0x94D049BB133111EB
+
+
+def mix64(z):
+    z &= MASK
+    z = ((z ^ (z >> 30)) * M1) & MASK
+    z = ((z ^ (z >> 27)) * M2) & MASK
+    return z ^ (z >> 31)
+
+
+def stream_key(seed, epoch, sample):
+    k = mix64(seed + GOLDEN)
+    k = mix64(k ^ ((epoch * M1 + 1) & MASK))
+    return mix64(k ^ ((sample * M2 + GOLDEN) & MASK))
+
+
+def draw(key, counter):
+    return mix64(key + (counter + 1) * GOLDEN)
+
+
+def draw_below(key, counter, n):
+    return ((draw(key, counter) >> 32) * n) >> 32
+
+
+def negatives_of(row_items, n_items):
+    """Sorted list of the items not in ``row_items``."""
+    taken = set(int(i) for i in row_items)
+    return [j for j in range(n_items) if j not in taken]
+
+
+def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_sampled,
+               adagrad, seed, epoch, loss="warp", max_norm=0.0):
+    """One epoch of the WARP (or BPR) update rule, one positive at a time, in place.
+
+    Mirrors ``warprec._kernels.train.train_epoch`` with one thread and uniform negatives:
+    for positive ``(u, i)`` draw negatives ``j`` (the ``draw_below``-th negative of u)
+    until ``1 + f(u, j) > f(u, i)``; with N draws the rank is ``max(1, (Y-1)//N)`` and the
+    gradient of ``L(rank) * (f(u, j) - f(u, i))`` (BPR: of ``-log sigmoid(f_i - f_j)``) is
+    taken w.r.t. U[u], V[i], V[j], b[i], b[j]; every touched parameter also decays by
+    ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated squared gradient.
+    """
+    n_items = V.shape[0]
+    f32 = np.float32
+    for p in order:
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        negs = negatives_of(row, n_items)
+        Y = len(negs)
+        if Y == 0:
+            continue
+        key = stream_key(seed, epoch, int(p))
+        i = int(X.indices[p])
+        w = f32(weights[p])
+        f_i = f32(U[u] @ V[i] + b[i])
+        if loss == "bpr":
+            j = negs[draw_below(key, 0, Y)]
+            x = float(f_i - f32(U[u] @ V[j] + b[j]))
+            g = f32(w * f32(1.0 / (1.0 + np.exp(x))))
+        else:
+            g = None
+            for trial in range(1, max_sampled + 1):
+                j = negs[draw_below(key, trial - 1, Y)]
+                if f32(U[u] @ V[j] + b[j]) + 1.0 > f_i:
+                    rank = max((Y - 1) // trial, 1)
+                    g = f32(w * table[min(rank, Y)])
+                    break
+            if g is None or g == 0:
+                continue
+        grads = {("U", u): g * (V[j] - V[i]), ("V", i): -g * U[u], ("V", j): g * U[u]}
+        decay = f32(1.0 - f32(lr) * f32(alpha))
+        new = {}
+        for (kind, r), grad in grads.items():
+            param, acc = (U, GU) if kind == "U" else (V, GV)
+            if adagrad:
+                a = acc[r] + grad * grad
+                new[(kind, r)] = (decay * param[r] - f32(lr) * grad / np.sqrt(a), a)
+            else:
+                new[(kind, r)] = (decay * param[r] - f32(lr) * grad, None)
+        for (kind, r), (value, a) in new.items():
+            if max_norm > 0 and np.linalg.norm(value) > max_norm:
+                value = value * f32(max_norm / np.linalg.norm(value))
+            (U if kind == "U" else V)[r] = value
+            if a is not None:
+                (GU if kind == "U" else GV)[r] = a
+        for item, gb in ((i, -g), (j, g)):
+            if adagrad:
+                Gb[item] += gb * gb
+                b[item] = decay * b[item] - f32(lr) * gb / np.sqrt(Gb[item])
+            else:
+                b[item] = decay * b[item] - f32(lr) * gb

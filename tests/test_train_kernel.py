@@ -1,0 +1,95 @@
+"""The training kernel and its random generator against the slow references in naive.py."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import naive
+from warprec._kernels import rng, train
+from warprec.weights import resolve_rank_weighting
+
+
+def test_counter_rng_matches_python_integers():
+    for seed, epoch, sample in [(0, 0, 0), (1, 2, 3), (2**63 - 5, 99, 123456789)]:
+        key = naive.stream_key(seed, epoch, sample)
+        assert int(rng.stream_key(seed, epoch, sample)) == key
+        for counter in range(5):
+            assert int(rng.draw(np.uint64(key), counter)) == naive.draw(key, counter)
+            assert int(rng.draw_below(np.uint64(key), counter, 1682)) == \
+                naive.draw_below(key, counter, 1682)
+
+
+def test_draw_below_is_uniform():
+    n, draws = 7, 70_000
+    key = np.uint64(naive.stream_key(42, 0, 0))
+    counts = np.bincount([int(rng.draw_below(key, c, n)) for c in range(draws)], minlength=n)
+    expected = draws / n
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 22.5  # 99.9% quantile of chi-square with 6 degrees of freedom
+
+
+@pytest.mark.parametrize("positives", [[], [0], [4], [0, 1, 2], [1, 3, 5, 7], [0, 9], [2, 3, 8]])
+def test_nth_negative_lists_the_negatives_in_order(positives):
+    n_items = 10
+    indices = np.array(positives, dtype=np.int32)
+    expected = naive.negatives_of(positives, n_items)
+    got = [train.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
+    assert got == expected
+
+
+def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
+    gen = np.random.default_rng(seed)
+    X = sp.random(n_users, n_items, density=density, format="csr", random_state=seed,
+                  dtype=np.float32)
+    X.data[:] = 1.0
+    X.sort_indices()
+    X.indices = X.indices.astype(np.int32)
+    U = (gen.standard_normal((n_users, d)) * 0.3).astype(np.float32)
+    V = (gen.standard_normal((n_items, d)) * 0.3).astype(np.float32)
+    b = (gen.standard_normal(n_items) * 0.1).astype(np.float32)
+    return X, U, V, b, gen
+
+
+@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm", [
+    (train.LOSS_WARP, True, 0.0, 0.0),
+    (train.LOSS_WARP, False, 0.05, 0.0),
+    (train.LOSS_WARP, True, 0.02, 0.8),
+    (train.LOSS_BPR, True, 0.01, 0.0),
+    (train.LOSS_BPR, False, 0.0, 0.0),
+])
+def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm):
+    X, U, V, b, gen = _problem(7)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    order = gen.permutation(X.nnz)
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    fast = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    slow = [a.copy() for a in fast]
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    stats = np.zeros((1, train.N_STATS))
+    ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights, order,
+                           table, 1.0, False, loss_code, 5, 1, 1, np.zeros(0), 0.1, alpha,
+                           max_norm, adagrad, 1234, 3, 1, stats)
+    assert ok
+    naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=5,
+                     adagrad=adagrad, seed=1234, epoch=3,
+                     loss="bpr" if loss_code == train.LOSS_BPR else "warp", max_norm=max_norm)
+    for got, want in zip(fast, slow):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    assert stats[0, train.STAT_SAMPLES] == X.nnz
+    assert stats[0, train.STAT_UPDATES] > 0
+
+
+def test_kernel_refuses_non_finite_updates():
+    X, U, V, b, gen = _problem(3)
+    U[:], V[:] = 10.0, 1e37  # scores overflow float32: every update would be non-finite
+    params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    before = [p.copy() for p in params]
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    table = resolve_rank_weighting("auc", X.shape[1]).table
+    ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                           np.ones(X.nnz, np.float32), np.arange(X.nnz), table, 1.0, False,
+                           train.LOSS_BPR, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
+                           np.zeros((1, train.N_STATS)))
+    assert not ok
+    for p, q in zip(params, before):
+        assert np.isfinite(p).all() or np.array_equal(p, q)

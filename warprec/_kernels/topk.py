@@ -1,0 +1,149 @@
+"""Top-k selection kernels over rows of a score block.
+
+A score block is the float32 matrix ``U_block @ V.T`` computed by BLAS; the item
+biases are added here, item by item, so a returned score is exactly the float32
+value ``(U_block @ V.T)[r, j] + b[j]``.
+
+Ordering rule used everywhere: item ``a`` ranks before item ``b`` when its score is
+higher, or when the scores are equal and ``a`` has the lower column index. A
+column is *ineligible* when its score is ``-inf`` (the masking kernels write
+``-inf`` into the block for excluded columns) or NaN.
+
+The selection keeps a size-k binary heap whose root is the *worst* kept item, so
+one pass over a row costs O(n_items log k) and, once the heap is full, a single
+comparison for every item that does not enter it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._flags import JIT, PJIT
+
+
+@njit(**JIT)
+def ranks_below(score_a, item_a, score_b, item_b):
+    """True when (score_a, item_a) ranks after (score_b, item_b)."""
+    return score_a < score_b or (score_a == score_b and item_a > item_b)
+
+
+@njit(**JIT)
+def sift_down(heap_scores, heap_items, pos, size):
+    """Restore the worst-at-root heap property below ``pos`` in ``heap[:size]``."""
+    score = heap_scores[pos]
+    item = heap_items[pos]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and ranks_below(heap_scores[right], heap_items[right],
+                                        heap_scores[child], heap_items[child]):
+            child = right
+        if not ranks_below(heap_scores[child], heap_items[child], score, item):
+            break
+        heap_scores[pos] = heap_scores[child]
+        heap_items[pos] = heap_items[child]
+        pos = child
+    heap_scores[pos] = score
+    heap_items[pos] = item
+
+
+@njit(**JIT)
+def sift_up(heap_scores, heap_items, pos):
+    """Move the entry at ``pos`` up until its parent ranks below it."""
+    score = heap_scores[pos]
+    item = heap_items[pos]
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if not ranks_below(score, item, heap_scores[parent], heap_items[parent]):
+            break
+        heap_scores[pos] = heap_scores[parent]
+        heap_items[pos] = heap_items[parent]
+        pos = parent
+    heap_scores[pos] = score
+    heap_items[pos] = item
+
+
+@njit(**JIT)
+def sort_heap_best_first(heap_scores, heap_items, size):
+    """In-place heapsort of ``heap[:size]`` into best-first order."""
+    for end in range(size - 1, 0, -1):
+        worst_score = heap_scores[0]
+        worst_item = heap_items[0]
+        heap_scores[0] = heap_scores[end]
+        heap_items[0] = heap_items[end]
+        heap_scores[end] = worst_score
+        heap_items[end] = worst_item
+        sift_down(heap_scores, heap_items, 0, end)
+
+
+@njit(**JIT)
+def select_topk(row, biases, out_items, out_scores):
+    """Best ``len(out_items)`` eligible columns of ``row + biases``, best first.
+
+    Writes column indices into ``out_items`` and their scores into ``out_scores``;
+    slots left over when fewer columns are eligible get item -1 and score -inf.
+    Returns the number of filled slots.
+    """
+    capacity = out_items.shape[0]
+    n_cols = row.shape[0]
+    neg_inf = np.float32(-np.inf)
+    size = 0
+    col = 0
+    while col < n_cols and size < capacity:
+        score = row[col] + biases[col]
+        if score > neg_inf:
+            out_scores[size] = score
+            out_items[size] = col
+            sift_up(out_scores, out_items, size)
+            size += 1
+        col += 1
+    if size == capacity and capacity > 0:
+        # Later columns have higher indices, so a tie with the root never enters.
+        threshold = out_scores[0]
+        for later in range(col, n_cols):
+            score = row[later] + biases[later]
+            if score > threshold:
+                out_scores[0] = score
+                out_items[0] = later
+                sift_down(out_scores, out_items, 0, capacity)
+                threshold = out_scores[0]
+    sort_heap_best_first(out_scores, out_items, size)
+    for slot in range(size, capacity):
+        out_items[slot] = -1
+        out_scores[slot] = neg_inf
+    return size
+
+
+@njit(**JIT)
+def mask_columns(row, indices, start, stop):
+    """Make the columns ``indices[start:stop]`` of ``row`` ineligible (-inf)."""
+    neg_inf = np.float32(-np.inf)
+    for pos in range(start, stop):
+        row[indices[pos]] = neg_inf
+
+
+@njit(**PJIT)
+def topk_rows(scores, biases, excl_indptr, excl_indices, out_items, out_scores):
+    """Top-k of every row of a score block, in parallel over rows.
+
+    Parameters
+    ----------
+    scores : float32 (n_rows, n_cols), C-contiguous, overwritten (masked columns)
+        ``U_block @ V.T`` without biases.
+    biases : float32 (n_cols,)
+    excl_indptr : int64 (n_rows + 1,)
+        CSR row pointers (absolute offsets into ``excl_indices``) of the columns
+        to exclude for each row.
+    excl_indices : int32
+    out_items : int32 (n_rows, k)
+        Receives column indices, -1 for unfilled slots.
+    out_scores : float32 (n_rows, k)
+        Receives scores, -inf for unfilled slots.
+    """
+    for r in prange(scores.shape[0]):
+        row = scores[r]
+        mask_columns(row, excl_indices, excl_indptr[r], excl_indptr[r + 1])
+        select_topk(row, biases, out_items[r], out_scores[r])

@@ -1,0 +1,984 @@
+"""Ranking metrics: single-query functions and fast evaluation of factor models.
+
+Single-query functions take the ranked list of one user (item ids, best first) and
+that user's relevant items, and need no model. :func:`evaluate_factors` and
+:func:`evaluate` score every test user at once with the blocked matmul + Numba
+kernel of :mod:`warprec.scoring` and average the per-user values.
+
+Conventions (the evaluation protocol of the ML-100K benchmark split): for a user
+with test items ``R`` and cut-off ``k``,
+
+* P@k = hits in the top k / k;
+* R@k = hits / |R|;
+* AP@k = (sum of P@i over the hit positions i <= k) / min(k, |R|);
+* NDCG@k uses 1 / log2(rank + 1) discounts and the ideal DCG of min(k, |R|) hits;
+* MRR@k = 1 / rank of the first hit in the top k (0 if none);
+
+and means are taken over the users with at least one test item. The definitions
+of MRR, MAP, DCG/NDCG and the weighted Kendall's tau follow the ranking-metrics
+section of the seed texts (MAP worked example, Table 9.3, eq. 9.130); ERU/NERU
+follow the Expected Rank Utility of the bundle-method ranking-losses seed and
+Breese et al.'s R_a.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import stats
+
+from ._kernels import metrics as _kmetrics
+from .exceptions import WarprecWarning
+from .scoring import (
+    as_csr,
+    as_factor_arrays,
+    check_finite,
+    check_k,
+    csr_arrays,
+    default_block_rows,
+    empty_csr_arrays,
+    iter_blocks,
+    numba_threads,
+    score_block,
+)
+
+__all__ = [
+    "precision_at_k",
+    "recall_at_k",
+    "average_precision_at_k",
+    "map_at_k",
+    "reciprocal_rank_at_k",
+    "hit_rate_at_k",
+    "dcg_at_k",
+    "ndcg_at_k",
+    "auc",
+    "kendall_tau",
+    "weighted_kendall_tau",
+    "expected_rank_utility",
+    "normalized_expected_rank_utility",
+    "evaluate_factors",
+    "evaluate",
+    "METRIC_NAMES",
+    "DEFAULT_METRICS",
+]
+
+#: Every metric base name accepted by ``metrics=`` in :func:`evaluate_factors`.
+METRIC_NAMES = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc",
+                "ndcg_graded")
+#: The metrics computed when ``metrics=None``.
+DEFAULT_METRICS = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc")
+
+_KERNEL_COLUMN = {
+    "precision": _kmetrics.PRECISION,
+    "recall": _kmetrics.RECALL,
+    "map": _kmetrics.AVERAGE_PRECISION,
+    "mrr": _kmetrics.RECIPROCAL_RANK,
+    "ndcg": _kmetrics.NDCG,
+    "hit_rate": _kmetrics.HIT_RATE,
+    "auc": _kmetrics.AUC,
+    "ndcg_graded": _kmetrics.NDCG_GRADED,
+}
+
+_DCG_FORMS = ("exponential", "linear", "classic")
+
+
+# ----------------------------------------------------------------------------
+# Argument handling for the single-query functions
+# ----------------------------------------------------------------------------
+
+def _cutoff(k):
+    """``None`` (no cut-off) or a validated positive int."""
+    return None if k is None else check_k(k)
+
+
+def _ranked_list(ranked):
+    """The ranked item ids as a Python list; rejects non-1-D input and duplicates."""
+    if isinstance(ranked, (str, bytes)) or isinstance(ranked, Mapping):
+        raise TypeError(f"ranked must be a sequence of item ids (got {type(ranked).__name__})")
+    if isinstance(ranked, np.ndarray) and ranked.ndim != 1:
+        raise ValueError(f"ranked must be 1-D (got shape {ranked.shape})")
+    items = ranked.tolist() if isinstance(ranked, np.ndarray) else list(ranked)
+    if len(set(items)) != len(items):
+        raise ValueError("ranked contains duplicate item ids")
+    return items
+
+
+def _is_gain_pair(relevant):
+    """True for a pair (item_ids, gains) of equal-length sequences."""
+    if not isinstance(relevant, tuple) or len(relevant) != 2:
+        return False
+    first, second = relevant
+    return all(np.ndim(part) == 1 and not isinstance(part, (str, bytes))
+               for part in (first, second)) and len(first) == len(second)
+
+
+def _check_gain(gain, item):
+    if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, numbers.Real):
+        raise TypeError(f"the gain of item {item!r} must be a real number (got {gain!r})")
+    if not math.isfinite(gain) or gain < 0:
+        raise ValueError(f"gains must be finite and >= 0 (item {item!r} has gain {gain!r})")
+    return float(gain)
+
+
+def _gain_map(relevant):
+    """Relevant items as a dict item -> gain (1.0 for a plain collection)."""
+    if isinstance(relevant, Mapping):
+        pairs = relevant.items()
+    elif _is_gain_pair(relevant):
+        items, gains = relevant
+        items = np.asarray(items).tolist() if isinstance(items, np.ndarray) else list(items)
+        gains = np.asarray(gains).tolist() if isinstance(gains, np.ndarray) else list(gains)
+        if len(set(items)) != len(items):
+            raise ValueError("the relevant item ids contain duplicates")
+        pairs = zip(items, gains)
+    elif isinstance(relevant, (str, bytes)):
+        raise TypeError("relevant must be a collection of item ids, not a string")
+    else:
+        values = np.asarray(relevant).tolist() if isinstance(relevant, np.ndarray) \
+            else list(relevant)
+        return {item: 1.0 for item in values}
+    return {item: _check_gain(gain, item) for item, gain in pairs}
+
+
+def _relevant_set(relevant):
+    """The set of relevant items (graded input: the items with a positive gain)."""
+    return {item for item, gain in _gain_map(relevant).items() if gain > 0}
+
+
+def _hit_flags(ranked, relevant, k):
+    """Hit indicators (list of bool) of the first k ranked items, and |relevant|."""
+    items = _ranked_list(ranked)
+    relevant_items = _relevant_set(relevant)
+    cutoff = _cutoff(k)
+    head = items if cutoff is None else items[:cutoff]
+    return [item in relevant_items for item in head], len(relevant_items)
+
+
+# ----------------------------------------------------------------------------
+# Single-query binary metrics
+# ----------------------------------------------------------------------------
+
+def precision_at_k(ranked, relevant, k=None):
+    """Precision at k of one ranked list.
+
+    P@k = (number of relevant items among the first k ranked items) / k.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        The relevant items. For graded input the items with a gain > 0 are relevant.
+    k : int or None, default None
+        Cut-off, >= 1. None means no cut-off: k = len(ranked).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Notes
+    -----
+    The denominator is ``k`` itself, not ``min(k, len(ranked))``: a list shorter
+    than k is penalised for its missing slots (the protocol's P@k = hits / k). With
+    ``k=None`` and an empty list the result is 0.0.
+
+    Raises
+    ------
+    ValueError
+        If k is not a positive integer or ``ranked`` has duplicates.
+    """
+    flags, _ = _hit_flags(ranked, relevant, k)
+    denominator = len(flags) if k is None else check_k(k)
+    return sum(flags) / denominator if denominator else 0.0
+
+
+def recall_at_k(ranked, relevant, k=None):
+    """Recall at k of one ranked list.
+
+    R@k = (number of relevant items among the first k ranked items) / |relevant|.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        The relevant items (for graded input, those with a gain > 0).
+    k : int or None, default None
+        Cut-off, >= 1; None means the whole list.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0.0 when there are no relevant items.
+    """
+    flags, n_relevant = _hit_flags(ranked, relevant, k)
+    return sum(flags) / n_relevant if n_relevant else 0.0
+
+
+def average_precision_at_k(ranked, relevant, k=None):
+    """Average precision at k (AP@k) of one ranked list.
+
+    AP@k = (sum of P@i over the positions i <= k holding a relevant item)
+    / min(k, |relevant|).
+
+    The seed's example: relevance (1, 0, 1, 0, 1) with three relevant items gives
+    (1/1 + 2/3 + 3/5) / 3 = 0.7556.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        The relevant items (for graded input, those with a gain > 0).
+    k : int or None, default None
+        Cut-off, >= 1. None means no cut-off; the denominator is then |relevant|
+        (the seed's uncut AP, eq. 9.127).
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0.0 when there are no relevant items.
+    """
+    flags, n_relevant = _hit_flags(ranked, relevant, k)
+    if n_relevant == 0:
+        return 0.0
+    hits = 0
+    precision_sum = 0.0
+    for position, is_hit in enumerate(flags, start=1):
+        if is_hit:
+            hits += 1
+            precision_sum += hits / position
+    denominator = n_relevant if k is None else min(check_k(k), n_relevant)
+    return precision_sum / denominator
+
+
+def map_at_k(rankings, relevants, k=None):
+    """Mean average precision at k over several queries.
+
+    Parameters
+    ----------
+    rankings : sequence of sequences
+        One ranked list per query.
+    relevants : sequence of collections
+        The relevant items of each query (same length as ``rankings``).
+    k : int or None, default None
+        Cut-off passed to :func:`average_precision_at_k`.
+
+    Returns
+    -------
+    float
+        The mean of AP@k over the queries; NaN (with a WarprecWarning) when there
+        are no queries.
+    """
+    rankings = list(rankings)
+    relevants = list(relevants)
+    if len(rankings) != len(relevants):
+        raise ValueError(
+            f"rankings and relevants must have the same length "
+            f"(got {len(rankings)} and {len(relevants)})")
+    if not rankings:
+        warnings.warn("map_at_k got no queries; returning NaN", WarprecWarning, stacklevel=2)
+        return float("nan")
+    values = [average_precision_at_k(r, rel, k) for r, rel in zip(rankings, relevants)]
+    return float(np.mean(values))
+
+
+def reciprocal_rank_at_k(ranked, relevant, k=None):
+    """Reciprocal rank at k (the per-query term of MRR@k).
+
+    RR@k = 1 / (rank of the first relevant item), if that rank is <= k, else 0.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        The relevant items (for graded input, those with a gain > 0).
+    k : int or None, default None
+        Cut-off, >= 1; None means the whole list.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0.0 when no relevant item is in the top k (including when there
+        are no relevant items).
+    """
+    flags, _ = _hit_flags(ranked, relevant, k)
+    for position, is_hit in enumerate(flags, start=1):
+        if is_hit:
+            return 1.0 / position
+    return 0.0
+
+
+def hit_rate_at_k(ranked, relevant, k=None):
+    """Hit rate at k of one ranked list: 1.0 if any of the first k items is relevant.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        The relevant items (for graded input, those with a gain > 0).
+    k : int or None, default None
+        Cut-off, >= 1; None means the whole list.
+
+    Returns
+    -------
+    float
+        1.0 or 0.0 (0.0 when there are no relevant items).
+    """
+    flags, _ = _hit_flags(ranked, relevant, k)
+    return 1.0 if any(flags) else 0.0
+
+
+# ----------------------------------------------------------------------------
+# DCG / NDCG
+# ----------------------------------------------------------------------------
+
+def _check_form(form):
+    if form not in _DCG_FORMS:
+        raise ValueError(f"form must be one of {_DCG_FORMS} (got {form!r})")
+
+
+def _as_gain_vector(gains, name):
+    array = np.asarray(gains, dtype=np.float64) if not isinstance(gains, np.ndarray) \
+        else gains
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (got shape {array.shape})")
+    if array.dtype == np.bool_:
+        array = array.astype(np.float64)
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers (got dtype {array.dtype})")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite")
+    return array
+
+
+def _dcg(gains, form):
+    """DCG of a gain vector (already truncated), float64."""
+    positions = np.arange(1, gains.shape[0] + 1, dtype=np.float64)
+    if form == "classic":
+        discounts = np.ones_like(positions)
+        discounts[1:] = 1.0 / np.log2(positions[1:])
+        return float(np.sum(gains * discounts))
+    numerators = np.exp2(gains) - 1.0 if form == "exponential" else gains
+    return float(np.sum(numerators / np.log2(positions + 1.0)))
+
+
+def dcg_at_k(gains_in_rank_order, k=None, form="exponential"):
+    """Discounted cumulative gain of the first k gains of a ranking.
+
+    With ``r_i`` the gain of the item at (1-based) position ``i``:
+
+    * ``"exponential"`` (default): DCG@k = sum_{i<=k} (2^{r_i} - 1) / log2(i + 1)
+      (the seed's eq. 9.129; for 0/1 gains it equals the protocol's binary DCG);
+    * ``"linear"``: DCG@k = sum_{i<=k} r_i / log2(i + 1);
+    * ``"classic"``: DCG@k = r_1 + sum_{2<=i<=k} r_i / log2(i) (the seed's
+      eq. 9.128; Table 9.3's gains (3, 2, 3, 0, 1, 2) give 8.09).
+
+    Parameters
+    ----------
+    gains_in_rank_order : array_like of float, shape (n,)
+        Gain (relevance) of each ranked item, best-ranked first.
+    k : int or None, default None
+        Cut-off, >= 1; None means all n positions. Positions beyond n add nothing.
+    form : {"exponential", "linear", "classic"}
+
+    Returns
+    -------
+    float
+        0.0 for an empty gain vector.
+
+    Raises
+    ------
+    ValueError
+        On a bad k or form, or non-finite gains.
+    """
+    _check_form(form)
+    gains = _as_gain_vector(gains_in_rank_order, "gains_in_rank_order")
+    cutoff = _cutoff(k)
+    return _dcg(gains if cutoff is None else gains[:cutoff], form)
+
+
+def ndcg_at_k(ranked, relevant, k=None, form="exponential"):
+    """Normalised DCG at k of one ranked list.
+
+    NDCG@k = DCG@k(ranking) / IDCG@k, where IDCG@k is the DCG@k of the best possible
+    ordering of *all* the relevant gains (sorted descending, truncated at k), so
+    for binary relevance it is the DCG of min(k, |relevant|) hits. See
+    :func:`dcg_at_k` for the three forms.
+
+    Parameters
+    ----------
+    ranked : sequence of hashable
+        Item ids in ranked order, best first, without duplicates.
+    relevant : collection of hashable, dict item -> gain, or (items, gains) pair
+        A plain collection means gain 1 for each item (binary relevance). A dict or
+        a pair of equal-length arrays gives graded gains (finite, >= 0). Items not
+        listed have gain 0.
+    k : int or None, default None
+        Cut-off, >= 1; None means no cut-off (whole list and all relevant gains).
+    form : {"exponential", "linear", "classic"}, default "exponential"
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0.0 when the ideal DCG is 0 (no relevant item with a positive
+        gain).
+
+    Examples
+    --------
+    Table 9.3 of the seed (classic form):
+
+    >>> round(ndcg_at_k(list("abcdef"), dict(zip("abcdef", (3, 2, 3, 0, 1, 2))),
+    ...                 6, form="classic"), 4)
+    0.9315
+
+    (the seed's 0.9306 divides the rounded DCG 8.09 by the rounded ideal 8.693).
+    """
+    _check_form(form)
+    items = _ranked_list(ranked)
+    gain_of = _gain_map(relevant)
+    cutoff = _cutoff(k)
+    head = items if cutoff is None else items[:cutoff]
+    ranked_gains = np.array([gain_of.get(item, 0.0) for item in head], dtype=np.float64)
+    ideal = np.sort(np.array(list(gain_of.values()), dtype=np.float64))[::-1]
+    ideal_dcg = _dcg(ideal if cutoff is None else ideal[:cutoff], form)
+    if ideal_dcg == 0.0:
+        return 0.0
+    return _dcg(ranked_gains, form) / ideal_dcg
+
+
+# ----------------------------------------------------------------------------
+# AUC
+# ----------------------------------------------------------------------------
+
+def _as_mask(mask, n, name):
+    array = np.asarray(mask)
+    if array.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},) like scores (got {array.shape})")
+    if array.dtype == np.bool_:
+        return array
+    if np.issubdtype(array.dtype, np.number) and np.isin(array, (0, 1)).all():
+        return array.astype(bool)
+    raise TypeError(f"{name} must be a boolean (or 0/1) mask")
+
+
+def auc(scores, relevant_mask, exclude_mask=None):
+    """Area under the ROC curve of one user's scores.
+
+    AUC = fraction of (relevant, non-relevant) item pairs in which the relevant item
+    scores strictly higher; a tie counts 1/2. Excluded items take part in no pair.
+
+    Parameters
+    ----------
+    scores : array_like of float, shape (n_items,)
+        The user's scores (higher is better); must not contain NaN.
+    relevant_mask : array_like of bool, shape (n_items,)
+        True for the relevant items.
+    exclude_mask : array_like of bool, shape (n_items,), optional
+        True for items to leave out entirely (e.g. train items).
+
+    Returns
+    -------
+    float
+        In [0, 1]; ``np.nan`` when AUC is undefined, i.e. when no relevant or no
+        non-relevant item remains after exclusion.
+
+    Raises
+    ------
+    ValueError
+        On NaN scores or mismatched shapes.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"scores must be 1-D (got shape {values.shape})")
+    if np.isnan(values).any():
+        raise ValueError("scores contains NaN")
+    relevant = _as_mask(relevant_mask, values.shape[0], "relevant_mask")
+    if exclude_mask is not None:
+        keep = ~_as_mask(exclude_mask, values.shape[0], "exclude_mask")
+        values, relevant = values[keep], relevant[keep]
+    n_relevant = int(relevant.sum())
+    n_other = values.shape[0] - n_relevant
+    if n_relevant == 0 or n_other == 0:
+        return float("nan")
+    # Mann-Whitney: average ranks give ties a half.
+    ranks = stats.rankdata(values, method="average")
+    rank_sum = float(ranks[relevant].sum())
+    return (rank_sum - n_relevant * (n_relevant + 1) / 2.0) / (n_relevant * n_other)
+
+
+# ----------------------------------------------------------------------------
+# Kendall's tau
+# ----------------------------------------------------------------------------
+
+def _as_ranking_pair(ranking_a, ranking_b):
+    first = np.asarray(ranking_a, dtype=np.float64)
+    second = np.asarray(ranking_b, dtype=np.float64)
+    if first.ndim != 1 or first.shape != second.shape:
+        raise ValueError(
+            f"the two rankings must be 1-D of the same length "
+            f"(got shapes {first.shape} and {second.shape})")
+    if np.isnan(first).any() or np.isnan(second).any():
+        raise ValueError("the rankings must not contain NaN")
+    return first, second
+
+
+def _pair_weights(weights, n):
+    """Weights w_uv for u < v as an (n, n) matrix whose upper triangle is used."""
+    if weights is None:
+        return np.ones((n, n))
+    if callable(weights):
+        matrix = np.zeros((n, n))
+        for u in range(n):
+            for v in range(u + 1, n):
+                matrix[u, v] = weights(u, v)
+    else:
+        matrix = np.asarray(weights, dtype=np.float64)
+        if matrix.shape != (n, n):
+            raise ValueError(f"weights must have shape ({n}, {n}) (got {matrix.shape})")
+    upper = matrix[np.triu_indices(n, 1)]
+    if not np.isfinite(upper).all() or (upper < 0).any():
+        raise ValueError("pair weights must be finite and >= 0")
+    return matrix
+
+
+def _weighted_sign_agreement(first, second, weights):
+    """(sum_{u<v} w_uv sgn(a_u-a_v) sgn(b_u-b_v), sum_{u<v} w_uv)."""
+    n = first.shape[0]
+    upper_u, upper_v = np.triu_indices(n, 1)
+    w = _pair_weights(weights, n)[upper_u, upper_v]
+    agreement = np.sign(first[upper_u] - first[upper_v]) * np.sign(second[upper_u] - second[upper_v])
+    return float(np.sum(w * agreement)), float(np.sum(w))
+
+
+def _tie_pairs(values):
+    """Number of unordered pairs with equal values."""
+    _, counts = np.unique(values, return_counts=True)
+    return int(np.sum(counts * (counts - 1) // 2))
+
+
+def kendall_tau(ranking_a, ranking_b, weights=None):
+    """Kendall's tau (tau-a) between two rankings of the same n objects.
+
+    tau = sum_{u<v} w_uv sgn(a_u - a_v) sgn(b_u - b_v) / sum_{u<v} w_uv,
+
+    with all w_uv = 1 by default, i.e. (concordant - discordant) / (n (n-1) / 2).
+
+    Parameters
+    ----------
+    ranking_a, ranking_b : array_like of float, shape (n,)
+        Entry u is the score (or the rank) of object u. Both vectors must be of the
+        same kind: scores and ranks are oriented oppositely, and mixing them flips
+        the sign.
+    weights : array_like (n, n), callable (u, v) -> float, or None
+        Optional non-negative pair weights; only u < v entries are used.
+
+    Returns
+    -------
+    float
+        In [-1, 1]; NaN when there are no pairs (n < 2) or all weights are 0.
+
+    Notes
+    -----
+    This is tau-a: a pair tied in either ranking contributes 0 to the numerator
+    but still counts in the denominator, so ties pull tau towards 0 (unlike tau-b).
+    It relates to the seed's eq. 9.130 by
+    ``weighted_kendall_tau = (kendall_tau + 1) / 2`` for the same weights.
+    The unweighted case runs in O(n log n) (via scipy's tau-b and tie counts); the
+    weighted case in O(n^2).
+    """
+    first, second = _as_ranking_pair(ranking_a, ranking_b)
+    n = first.shape[0]
+    if weights is not None:
+        agreement, total = _weighted_sign_agreement(first, second, weights)
+        return agreement / total if total > 0 else float("nan")
+    n_pairs = n * (n - 1) // 2
+    if n_pairs == 0:
+        return float("nan")
+    untied_a = n_pairs - _tie_pairs(first)
+    untied_b = n_pairs - _tie_pairs(second)
+    if untied_a == 0 or untied_b == 0:
+        return 0.0
+    tau_b = stats.kendalltau(first, second, variant="b").statistic
+    return float(tau_b * math.sqrt(untied_a) * math.sqrt(untied_b) / n_pairs)
+
+
+def weighted_kendall_tau(pi, pi_star, w=None):
+    """Weighted Kendall's tau of the seed's eq. 9.130, in [0, 1].
+
+    tau(pi, pi*) = sum_{u<v} w_uv [1 + sgn(pi_u - pi_v) sgn(pi*_u - pi*_v)]
+    / (2 sum_{u<v} w_uv).
+
+    Parameters
+    ----------
+    pi, pi_star : array_like of float, shape (n,)
+        The ranked list and the relevance judgment, as per-object scores or ranks
+        (both of the same kind).
+    w : array_like (n, n), callable (u, v) -> float, or None
+        Non-negative pair weights (only u < v is used); None means all ones.
+
+    Returns
+    -------
+    float
+        1 for identical orderings, 0 for reversed ones; a pair tied in either
+        input contributes half its weight. NaN when there are no pairs (n < 2) or
+        all weights are 0.
+    """
+    first, second = _as_ranking_pair(pi, pi_star)
+    agreement, total = _weighted_sign_agreement(first, second, w)
+    return (total + agreement) / (2.0 * total) if total > 0 else float("nan")
+
+
+# ----------------------------------------------------------------------------
+# Expected rank utility
+# ----------------------------------------------------------------------------
+
+def _check_eru_params(d, alpha):
+    if not isinstance(d, numbers.Real) or not math.isfinite(d):
+        raise ValueError(f"d must be a finite number (got {d!r})")
+    if not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha <= 1:
+        raise ValueError(f"alpha (the half-life) must be a finite number > 1 (got {alpha!r})")
+
+
+def _eru(gains, d, alpha):
+    positions = np.arange(gains.shape[0], dtype=np.float64)
+    weights = np.exp2(-positions / (alpha - 1.0))
+    return float(np.sum(weights * np.maximum(gains - d, 0.0)))
+
+
+def expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None):
+    """Expected rank utility (Breese et al.'s R_a) of one ranked list.
+
+    ERU = sum_{i=1}^{k} 2^{-(i-1)/(alpha-1)} max(y_{pi_i} - d, 0),
+
+    where y_{pi_i} is the gain (vote) of the item at position i, d is the neutral
+    vote and alpha the viewing half-life: the item at position alpha is viewed with
+    probability 1/2.
+
+    Parameters
+    ----------
+    ranked_gains : array_like of float, shape (n,)
+        Gains of the ranked items, best-ranked first.
+    d : float, default 0.0
+        Neutral vote; gains at or below d contribute nothing.
+    alpha : float, default 5.0
+        Half-life, > 1 (Breese et al. use 5).
+    k : int or None, default None
+        Cut-off, >= 1; None means all positions.
+
+    Returns
+    -------
+    float
+        >= 0; 0.0 for an empty list.
+    """
+    _check_eru_params(d, alpha)
+    gains = _as_gain_vector(ranked_gains, "ranked_gains")
+    cutoff = _cutoff(k)
+    return _eru(gains if cutoff is None else gains[:cutoff], d, alpha)
+
+
+def normalized_expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None, *,
+                                     ideal_gains=None):
+    """Normalised expected rank utility: ERU / ERU of the ideal ordering.
+
+    NERU(pi, y) = ERU(pi, y) / ERU(argsort(y) descending, y); see
+    :func:`expected_rank_utility`.
+
+    Parameters
+    ----------
+    ranked_gains : array_like of float, shape (n,)
+        Gains of the ranked items, best-ranked first.
+    d, alpha, k
+        As in :func:`expected_rank_utility`.
+    ideal_gains : array_like of float, optional
+        Gains of every candidate item, used for the ideal ordering (pass it when
+        ``ranked_gains`` does not cover all the items with gain > d). Default:
+        ``ranked_gains``.
+
+    Returns
+    -------
+    float
+        In [0, 1] when ``ideal_gains`` includes the ranked gains; 0.0 when the ideal
+        ERU is 0 (no gain exceeds d).
+    """
+    _check_eru_params(d, alpha)
+    gains = _as_gain_vector(ranked_gains, "ranked_gains")
+    pool = gains if ideal_gains is None else _as_gain_vector(ideal_gains, "ideal_gains")
+    cutoff = _cutoff(k)
+    ideal = np.sort(pool)[::-1]
+    if cutoff is not None:
+        gains, ideal = gains[:cutoff], ideal[:cutoff]
+    ideal_eru = _eru(ideal, d, alpha)
+    return _eru(gains, d, alpha) / ideal_eru if ideal_eru > 0 else 0.0
+
+
+# ----------------------------------------------------------------------------
+# Fast evaluation of factor models
+# ----------------------------------------------------------------------------
+
+def _metric_selection(metrics):
+    if metrics is None:
+        return list(DEFAULT_METRICS)
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    chosen = []
+    for name in metrics:
+        if name not in METRIC_NAMES:
+            raise ValueError(f"unknown metric {name!r}; choose among {METRIC_NAMES}")
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise ValueError("metrics must name at least one metric")
+    return chosen
+
+
+def _metric_key(name, k):
+    return name if name == "auc" else f"{name}@{k}"
+
+
+def _relevance_matrix(test, shape, graded):
+    """Canonical CSR of the relevant items (explicit zeros dropped)."""
+    csr = as_csr(test, shape, "test")
+    if csr.nnz and (csr.data == 0).any():
+        csr = csr.copy()
+        csr.eliminate_zeros()
+    if graded and csr.nnz:
+        data = csr.data
+        if not np.issubdtype(data.dtype, np.number) or not np.isfinite(data).all() \
+                or (data < 0).any():
+            raise ValueError("ndcg_graded needs finite, non-negative gains in test")
+    return csr
+
+
+def _relevant_counts(n_relevant, test):
+    stored = np.diff(test.indptr).astype(np.int64)
+    if n_relevant is None:
+        return stored
+    counts = np.asarray(n_relevant)
+    if counts.shape != stored.shape:
+        raise ValueError(
+            f"n_relevant must have shape {stored.shape} (one count per user) "
+            f"(got {counts.shape})")
+    if not np.issubdtype(counts.dtype, np.integer):
+        raise TypeError(f"n_relevant must hold integers (got dtype {counts.dtype})")
+    counts = counts.astype(np.int64)
+    if (counts < stored).any():
+        raise ValueError(
+            "n_relevant must be at least the number of stored test items of each user")
+    return counts
+
+
+def _pattern(csr):
+    """The sparsity pattern of a canonical CSR matrix, with every stored value 1."""
+    return sp.csr_matrix((np.ones(csr.nnz, dtype=np.int8), csr.indices, csr.indptr),
+                         shape=csr.shape)
+
+
+def _warn_on_overlap(test, train):
+    if train is None or test.nnz == 0 or train.nnz == 0:
+        return
+    overlap = _pattern(test).multiply(_pattern(train)).count_nonzero()
+    if overlap:
+        warnings.warn(
+            f"{overlap} test entries also appear in train; they are excluded from the "
+            "ranking and can never be hit, but still count as relevant",
+            WarprecWarning, stacklevel=3)
+
+
+def _discount_table(k, n_items, counts):
+    """1 / log2(pos + 2) for every position a ranking or an ideal ranking can use."""
+    length = min(k, max(n_items, int(counts.max(initial=0))))
+    return 1.0 / np.log2(np.arange(length, dtype=np.float64) + 2.0)
+
+
+def _per_user_values(user_factors, item_factors, item_biases, test, train, counts,
+                     users, k, chosen, n_threads, block_size):
+    """(len(users), N_METRICS) float64 array of per-user metric values."""
+    test_rows = test[users]
+    test_indptr, test_indices = csr_arrays(test_rows)
+    test_gains = test_rows.data.astype(np.float64)
+    if train is None:
+        train_indptr, train_indices = empty_csr_arrays(users.shape[0])
+    else:
+        train_indptr, train_indices = csr_arrays(train[users])
+    relevant = counts[users]
+    discounts = _discount_table(k, item_factors.shape[0], relevant)
+    want_auc, want_graded = "auc" in chosen, "ndcg_graded" in chosen
+    block_rows = default_block_rows(item_factors.shape[0], block_size)
+    values = np.empty((users.shape[0], _kmetrics.N_METRICS), dtype=np.float64)
+    buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
+                      dtype=np.float32)
+    item_factors_t = item_factors.T
+    with numba_threads(n_threads):
+        for start, stop in iter_blocks(users.shape[0], block_rows):
+            block = score_block(user_factors[users[start:stop]], item_factors_t, buffer)
+            _kmetrics.evaluate_rows(
+                block, item_biases, train_indptr[start:stop + 1], train_indices,
+                test_indptr[start:stop + 1], test_indices, test_gains,
+                relevant[start:stop], k, discounts, want_auc, want_graded,
+                values[start:stop])
+    return values
+
+
+def _summarise(values, users, chosen, k, per_user, user_ids=None):
+    columns = {_metric_key(name, k): values[:, _KERNEL_COLUMN[name]] for name in chosen}
+    if per_user:
+        import pandas as pd
+
+        index = users if user_ids is None else np.asarray(user_ids)[users]
+        return pd.DataFrame(columns, index=pd.Index(index, name="user"))
+    result = {}
+    for key, column in columns.items():
+        defined = column[~np.isnan(column)]
+        result[key] = float(defined.mean()) if defined.size else float("nan")
+    result["n_users"] = int(users.shape[0])
+    return result
+
+
+def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, k=10, *,
+                     metrics=None, n_relevant=None, n_threads=None, block_size=None,
+                     per_user=False, user_ids=None):
+    """Top-k ranking metrics of a factor model over all test users at once.
+
+    Each test user's items are scored with ``U[u] @ V[i] + b[i]`` (float32), the
+    user's train items are removed, the top k are selected (ties: lower item index
+    first) and the metrics of the module docstring are computed against the user's
+    test items. Users are processed in blocks: one float32 matmul per block, then
+    one parallel Numba kernel for exclusion, top-k and all the metrics.
+
+    Parameters
+    ----------
+    user_factors : array_like, shape (n_users, d)
+    item_factors : array_like, shape (n_items, d)
+    item_biases : array_like, shape (n_items,), or None
+    test : scipy sparse matrix, shape (n_users, n_items)
+        Stored non-zero entries are the relevant items; their values are the gains
+        used by ``"ndcg_graded"`` (binary relevance for every other metric).
+    train : scipy sparse matrix, shape (n_users, n_items), optional
+        Stored entries are excluded from the ranking: they are never hits and never
+        count as non-relevant items (also not for AUC).
+    k : int, default 10
+        Cut-off, >= 1; may exceed n_items (P@k still divides by k).
+    metrics : str or sequence of str, optional
+        Base names to compute, among ``METRIC_NAMES``: ``"precision"``,
+        ``"recall"``, ``"map"`` (AP@k), ``"mrr"``, ``"ndcg"`` (binary gains),
+        ``"hit_rate"``, ``"auc"``, ``"ndcg_graded"`` (exponential gains
+        2^g - 1 from test's values). Default: all but ``"ndcg_graded"``.
+    n_relevant : array_like of int, shape (n_users,), optional
+        Per-user count of relevant items used in the recall, AP and NDCG
+        denominators, overriding the number of stored test items (it must not be
+        smaller). Users with a count of 0 are not evaluated.
+    n_threads : int, optional
+        Numba threads (default: all). The previous count is restored.
+    block_size : int, optional
+        Users per block (default: about 8 MiB of scores, within [64, 2048]).
+    per_user : bool, default False
+        Return the per-user values instead of the means.
+    user_ids : array_like, shape (n_users,), optional
+        Labels for the per-user index (default: the user row indices).
+
+    Returns
+    -------
+    dict or pandas.DataFrame
+        With ``per_user=False``: a dict with keys such as ``"precision@10"``,
+        ``"recall@10"``, ``"map@10"``, ``"mrr@10"``, ``"ndcg@10"``,
+        ``"hit_rate@10"``, ``"auc"`` (and ``"ndcg_graded@10"``), each the mean over
+        the test users (users with at least one relevant item), plus ``"n_users"``
+        (their number). AUC is averaged over the users where it is defined (at
+        least one scoreable relevant item and one non-relevant eligible item);
+        NaN when it is defined for no user. With ``per_user=True``: a DataFrame
+        indexed by user with one column per metric (AUC NaN where undefined).
+
+    Notes
+    -----
+    * Test items missing from the model (counted only through ``n_relevant``) can
+      never be hit and are ignored by AUC.
+    * Test entries that are also in train are excluded from the ranking but stay
+      relevant in the denominators; a WarprecWarning reports them.
+    * The ideal DCG of ``"ndcg_graded"`` uses the stored gains only.
+    * Without test users the means are NaN, ``"n_users"`` is 0 and a
+      WarprecWarning is emitted.
+
+    Raises
+    ------
+    ValueError
+        On a bad k, unknown metric names, mismatched shapes, non-finite factors, or
+        an ``n_relevant`` smaller than the stored test items.
+    TypeError
+        On non-sparse test/train matrices.
+    """
+    user_factors, item_factors, item_biases = as_factor_arrays(
+        user_factors, item_factors, item_biases)
+    k = check_k(k)
+    chosen = _metric_selection(metrics)
+    shape = (user_factors.shape[0], item_factors.shape[0])
+    test = _relevance_matrix(test, shape, "ndcg_graded" in chosen)
+    train = None if train is None else as_csr(train, shape, "train")
+    counts = _relevant_counts(n_relevant, test)
+    _warn_on_overlap(test, train)
+    users = np.flatnonzero(counts > 0)
+    if users.size == 0:
+        warnings.warn("no user has a relevant test item; every metric is NaN",
+                      WarprecWarning, stacklevel=2)
+        values = np.empty((0, _kmetrics.N_METRICS))
+        return _summarise(values, users, chosen, k, per_user, user_ids)
+    check_finite(user_factors[users], "user_factors")
+    check_finite(item_factors, "item_factors")
+    check_finite(item_biases, "item_biases")
+    values = _per_user_values(user_factors, item_factors, item_biases, test, train,
+                              counts, users, k, chosen, n_threads, block_size)
+    return _summarise(values, users, chosen, k, per_user, user_ids)
+
+
+def evaluate(model, test, train=None, k=10, *, metrics=None, n_threads=None,
+             per_user=False):
+    """Top-k ranking metrics of a fitted model (see :func:`evaluate_factors`).
+
+    The model converts ``test`` and ``train`` (raw-id DataFrames, interaction
+    objects or sparse matrices, whatever it supports) into its index space through
+    its ``_evaluation_inputs(test, train)`` method, which returns a dict with keys
+    ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
+    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index).
+
+    Parameters
+    ----------
+    model : object
+        A fitted model implementing ``_evaluation_inputs``.
+    test, train
+        Held-out and training interactions, in any form the model accepts.
+    k : int, default 10
+    metrics : str or sequence of str, optional
+        Subset of ``METRIC_NAMES``.
+    n_threads : int, optional
+    per_user : bool, default False
+
+    Returns
+    -------
+    dict or pandas.DataFrame
+        As :func:`evaluate_factors`.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` has no ``_evaluation_inputs`` method.
+    """
+    prepare = getattr(model, "_evaluation_inputs", None)
+    if not callable(prepare):
+        raise TypeError(
+            f"evaluate needs a warprec model with an _evaluation_inputs method "
+            f"(got {type(model).__name__})")
+    inputs = prepare(test, train)
+    return evaluate_factors(
+        inputs["user_factors"], inputs["item_factors"], inputs["item_biases"],
+        inputs["test"], inputs.get("train"), k, metrics=metrics,
+        n_relevant=inputs.get("n_relevant"), n_threads=n_threads, per_user=per_user,
+        user_ids=inputs.get("user_ids"))

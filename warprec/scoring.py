@@ -1,0 +1,289 @@
+"""Blocked scoring and top-k selection for factor models.
+
+Scores are ``f(u, i) = U[u] . V[i] + b[i]`` in float32. The users x items score
+matrix is never materialised: users are processed in blocks, each block's raw
+scores come from one float32 BLAS matmul (which releases the GIL), and a parallel
+Numba kernel then masks excluded items and keeps the best k of every row with a
+size-k heap. The helpers in this module (argument checks, block sizing, thread
+control) are shared with :mod:`warprec.metrics`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from ._kernels.topk import topk_rows
+
+__all__ = ["topk_items"]
+
+#: Target size in bytes of one block of float32 scores.
+BLOCK_BYTES = 8 * 1024 * 1024
+#: Bounds on the number of users scored per block.
+MIN_BLOCK_ROWS = 64
+MAX_BLOCK_ROWS = 2048
+
+
+def check_k(k):
+    """Return ``k`` as an int, or raise ValueError unless it is an integer >= 1."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be a positive integer (got {k!r})")
+    return int(k)
+
+
+def check_positive_int(value, name):
+    """Return ``value`` as an int, or raise ValueError unless it is an integer >= 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or value < 1:
+        raise ValueError(f"{name} must be a positive integer (got {value!r})")
+    return int(value)
+
+
+def _as_float32_matrix(values, name):
+    array = np.asarray(values)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (got shape {array.shape})")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers (got dtype {array.dtype})")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def as_factor_arrays(user_factors, item_factors, item_biases):
+    """Validate the factors and return them as C-contiguous float32 arrays.
+
+    ``item_biases=None`` means all-zero biases.
+
+    Raises
+    ------
+    ValueError
+        On wrong dimensions or mismatched shapes.
+    TypeError
+        On non-numeric arrays.
+    """
+    users = _as_float32_matrix(user_factors, "user_factors")
+    items = _as_float32_matrix(item_factors, "item_factors")
+    if users.shape[1] != items.shape[1]:
+        raise ValueError(
+            "user_factors and item_factors must have the same number of columns "
+            f"(got {users.shape[1]} and {items.shape[1]})")
+    if item_biases is None:
+        biases = np.zeros(items.shape[0], dtype=np.float32)
+    else:
+        biases = np.asarray(item_biases)
+        if biases.shape != (items.shape[0],):
+            raise ValueError(
+                f"item_biases must have shape ({items.shape[0]},) to match item_factors "
+                f"(got {biases.shape})")
+        if not (np.issubdtype(biases.dtype, np.floating)
+                or np.issubdtype(biases.dtype, np.integer)):
+            raise TypeError(f"item_biases must hold real numbers (got dtype {biases.dtype})")
+        biases = np.ascontiguousarray(biases, dtype=np.float32)
+    return users, items, biases
+
+
+def check_finite(array, name):
+    """Raise ValueError if ``array`` holds NaN or infinite values."""
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def as_user_indices(users, n_users):
+    """Validate a 1-D array of user row indices in ``[0, n_users)`` (returns int64)."""
+    array = np.asarray(users)
+    if array.ndim != 1:
+        raise ValueError(f"users must be a 1-D array of user indices (got shape {array.shape})")
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_:
+        raise TypeError(f"users must hold integer indices (got dtype {array.dtype})")
+    if array.min() < 0 or array.max() >= n_users:
+        raise ValueError(
+            f"users must be indices in [0, {n_users}) (got values from {array.min()} "
+            f"to {array.max()})")
+    return array.astype(np.int64, copy=False)
+
+
+def as_item_mask(allowed_items, n_items):
+    """Validate a boolean item mask of length ``n_items``."""
+    mask = np.asarray(allowed_items)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"allowed_items must be a boolean mask (got dtype {mask.dtype})")
+    if mask.shape != (n_items,):
+        raise ValueError(
+            f"allowed_items must have shape ({n_items},) (got {mask.shape})")
+    return mask
+
+
+def as_csr(matrix, shape, name):
+    """Return ``matrix`` as canonical CSR (sorted indices, no duplicates).
+
+    The input is never modified; a copy is made when it is not already canonical.
+    """
+    if not sp.issparse(matrix):
+        raise TypeError(
+            f"{name} must be a scipy sparse matrix (got {type(matrix).__name__})")
+    if matrix.shape != tuple(shape):
+        raise ValueError(
+            f"{name} must have shape {tuple(shape)} (n_users x n_items) "
+            f"(got {matrix.shape})")
+    csr = sp.csr_matrix(matrix)
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    return csr
+
+
+def csr_arrays(csr):
+    """(indptr int64, indices int32) of a CSR matrix, for the kernels."""
+    return csr.indptr.astype(np.int64, copy=False), csr.indices.astype(np.int32, copy=False)
+
+
+def empty_csr_arrays(n_rows):
+    """(indptr, indices) of a CSR matrix with ``n_rows`` empty rows."""
+    return np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+
+
+def default_block_rows(n_cols, block_size=None):
+    """Number of users per block: ``block_size`` or about BLOCK_BYTES of scores."""
+    if block_size is not None:
+        return check_positive_int(block_size, "block_size")
+    rows = BLOCK_BYTES // (4 * max(n_cols, 1))
+    return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
+
+
+@contextlib.contextmanager
+def numba_threads(n_threads):
+    """Run the body with ``n_threads`` Numba threads, restoring the previous count.
+
+    ``None`` means every thread Numba was started with (``NUMBA_NUM_THREADS``).
+    """
+    available = numba.config.NUMBA_NUM_THREADS
+    if n_threads is None:
+        wanted = available
+    else:
+        wanted = check_positive_int(n_threads, "n_threads")
+        if wanted > available:
+            raise ValueError(
+                f"n_threads must be at most {available}, the number of threads Numba "
+                f"was started with (got {wanted}); set NUMBA_NUM_THREADS to use more")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        numba.set_num_threads(previous)
+
+
+def iter_blocks(n_rows, block_rows):
+    """Yield (start, stop) bounds of consecutive row blocks."""
+    for start in range(0, n_rows, block_rows):
+        yield start, min(start + block_rows, n_rows)
+
+
+def score_block(user_rows, item_factors_t, buffer):
+    """Raw scores ``user_rows @ V.T`` (no biases) written into ``buffer[:len(user_rows)]``."""
+    block = buffer[: user_rows.shape[0]]
+    np.matmul(user_rows, item_factors_t, out=block)
+    return block
+
+
+def _exclusion_for(exclude, users, n_users, n_items, columns):
+    """CSR arrays of the excluded columns of each requested user, in column space."""
+    if exclude is None:
+        return empty_csr_arrays(users.shape[0])
+    rows = as_csr(exclude, (n_users, n_items), "exclude")[users]
+    if columns is not None:
+        rows = rows[:, columns].tocsr()
+    return csr_arrays(rows)
+
+
+def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=None,
+               allowed_items=None, block_size=None, n_threads=None):
+    """Best ``k`` items of each user under the factor model, without the full score matrix.
+
+    The score of item ``i`` for user ``u`` is the float32 value
+    ``U[u] @ V[i] + b[i]``. Users are scored in blocks of ``block_size`` rows with one
+    float32 matmul per block; a parallel Numba kernel then keeps each row's best
+    ``k`` eligible items with a size-k heap (O(n_items log k) per user).
+
+    Parameters
+    ----------
+    user_factors : array_like, shape (n_users, d)
+        User factor matrix ``U`` (cast to float32).
+    item_factors : array_like, shape (n_items, d)
+        Item factor matrix ``V`` (cast to float32).
+    item_biases : array_like, shape (n_items,), or None
+        Item biases ``b`` (cast to float32); None means zero.
+    users : array_like of int, shape (n,)
+        Row indices into ``user_factors`` of the users to recommend for (repeats
+        allowed).
+    k : int
+        Number of items per user, >= 1.
+    exclude : scipy sparse matrix, shape (n_users, n_items), optional
+        Items stored in row ``u`` are never returned for user ``u`` (e.g. the
+        training interactions). Explicit zeros count as stored.
+    allowed_items : array_like of bool, shape (n_items,), optional
+        Only items whose mask entry is True may be returned.
+    block_size : int, optional
+        Users scored per block. Default: enough users for about 8 MiB of float32
+        scores, clipped to [64, 2048].
+    n_threads : int, optional
+        Numba threads for the selection kernel. Default: all the threads Numba was
+        started with. The previous Numba thread count is restored on return.
+
+    Returns
+    -------
+    items : ndarray of int32, shape (n, k_eff)
+        Item indices, best first, with ``k_eff = min(k, n_items)``. Ties in score are
+        broken by lower item index first. When a user has fewer than ``k_eff``
+        eligible items the trailing slots hold -1.
+    scores : ndarray of float32, shape (n, k_eff)
+        The matching scores; -inf in unfilled slots.
+
+    Raises
+    ------
+    ValueError
+        If ``k``, ``block_size`` or ``n_threads`` is not a positive integer, if shapes
+        do not match, if a user index is out of range, or if the factors of the
+        requested users, the item factors or the biases contain NaN or infinity.
+    TypeError
+        On non-numeric factors, non-integer users, a non-boolean ``allowed_items`` or
+        a non-sparse ``exclude``.
+
+    Notes
+    -----
+    A score that evaluates to -inf (float32 overflow) is treated as ineligible.
+    """
+    user_factors, item_factors, item_biases = as_factor_arrays(
+        user_factors, item_factors, item_biases)
+    n_users, n_items = user_factors.shape[0], item_factors.shape[0]
+    users = as_user_indices(users, n_users)
+    k_eff = min(check_k(k), n_items)
+    block_rows = default_block_rows(n_items, block_size)
+    columns = None
+    if allowed_items is not None:
+        columns = np.flatnonzero(as_item_mask(allowed_items, n_items)).astype(np.int32)
+        item_factors, item_biases = item_factors[columns], item_biases[columns]
+    excl_indptr, excl_indices = _exclusion_for(exclude, users, n_users, n_items, columns)
+    check_finite(user_factors[users], "user_factors")
+    check_finite(item_factors, "item_factors")
+    check_finite(item_biases, "item_biases")
+
+    out_items = np.empty((users.shape[0], k_eff), dtype=np.int32)
+    out_scores = np.empty((users.shape[0], k_eff), dtype=np.float32)
+    item_factors_t = item_factors.T
+    buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
+                      dtype=np.float32)
+    with numba_threads(n_threads):
+        for start, stop in iter_blocks(users.shape[0], block_rows):
+            block = score_block(user_factors[users[start:stop]], item_factors_t, buffer)
+            topk_rows(block, item_biases, excl_indptr[start:stop + 1], excl_indices,
+                      out_items[start:stop], out_scores[start:stop])
+    if columns is not None:
+        filled = out_items >= 0
+        out_items[filled] = columns[out_items[filled]]
+    return out_items, out_scores

@@ -48,8 +48,8 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
     for positive ``(u, i)`` draw negatives ``j`` (the ``draw_below``-th negative of u)
     until ``1 + f(u, j) > f(u, i)``; with N draws the rank is ``max(1, (Y-1)//N)`` and the
     gradient of ``L(rank) * (f(u, j) - f(u, i))`` (BPR: of ``-log sigmoid(f_i - f_j)``) is
-    taken w.r.t. U[u], V[i], V[j], b[i], b[j]; every touched parameter also decays by
-    ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated squared gradient.
+    taken w.r.t. U[u], V[i], V[j], b[i], b[j]; the touched factor rows (not the biases)
+    also decay by ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated squared gradient.
     """
     n_items = V.shape[0]
     f32 = np.float32
@@ -97,6 +97,6 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
         for item, gb in ((i, -g), (j, g)):
             if adagrad:
                 Gb[item] += gb * gb
-                b[item] = decay * b[item] - f32(lr) * gb / np.sqrt(Gb[item])
+                b[item] = b[item] - f32(lr) * gb / np.sqrt(Gb[item])
             else:
-                b[item] = decay * b[item] - f32(lr) * gb
+                b[item] = b[item] - f32(lr) * gb

@@ -104,7 +104,12 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 @njit(inline="always", **JIT)
 def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, buf):
-    """Descend ``g * (f(u, j) - f(u, i)) + alpha/2 * ||touched params||^2`` one step.
+    """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j].
+
+    The factor rows also decay by ``1 - lr * alpha`` (decoupled weight decay, applied
+    only to the rows an update touches, so frequent users/items are shrunk more often);
+    biases are not decayed. With Adagrad the gradient step is divided per coordinate by
+    the root of the accumulated squared gradients.
 
     New values are computed into ``buf`` first and written only if all are finite, so
     the parameters never hold NaN/Inf. Returns ``False`` (and writes nothing) otherwise.
@@ -148,8 +153,8 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
     if adagrad:
         abi = Gb[i] + gbi * gbi
         abj = Gb[j] + gbj * gbj
-        new_bi = decay * b[i] - lr * gbi / np.sqrt(abi)
-        new_bj = decay * b[j] - lr * gbj / np.sqrt(abj)
+        new_bi = b[i] - lr * gbi / np.sqrt(abi)
+        new_bj = b[j] - lr * gbj / np.sqrt(abj)
     else:
         abi = np.float32(0.0)
         abj = np.float32(0.0)
@@ -222,7 +227,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     neg_cdf : float64 array
         Empty for uniform negatives, else cumulative item sampling probabilities.
     learning_rate, alpha : float
-        Step size and L2 penalty on the touched parameters.
+        Step size and decoupled weight decay of the touched factor rows.
     max_norm : float
         If > 0, factor rows touched by an update are rescaled to norm <= max_norm.
     adagrad : bool

@@ -1,0 +1,242 @@
+"""WARPFactorizer: the estimator contract, inference, persistence and bad input."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from warprec import DivergenceError, NotFittedError, WARPFactorizer
+from warprec.baselines import PopularityRecommender
+from warprec.datasets import make_interactions
+from warprec.metrics import evaluate
+
+
+@pytest.fixture(scope="module")
+def small():
+    X = make_interactions(300, 200, 6000, rank=4, random_state=1)
+    gen = np.random.default_rng(0)
+    X = X.tocoo()
+    test_mask = gen.random(X.nnz) < 0.2
+    train = sp.csr_matrix((X.data[~test_mask], (X.row[~test_mask], X.col[~test_mask])), X.shape)
+    test = sp.csr_matrix((X.data[test_mask], (X.row[test_mask], X.col[test_mask])), X.shape)
+    return train, test
+
+
+@pytest.fixture(scope="module")
+def fitted(small):
+    return WARPFactorizer(n_components=16, epochs=10, n_threads=1).fit(small[0])
+
+
+def test_learns_better_than_popularity(small, fitted):
+    train, test = small
+    warp = evaluate(fitted, test, train=train, k=10)
+    pop = evaluate(PopularityRecommender().fit(train), test, train=train, k=10)
+    assert warp["ndcg@10"] > 1.2 * pop["ndcg@10"]
+
+
+def test_sklearn_conventions():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    model = WARPFactorizer(n_components=8, alpha=0.1, rank_weighting=[1.0, 0.5])
+    clone = sklearn_base.clone(model)
+    assert clone.get_params() == model.get_params()
+    assert clone is not model
+    assert model.set_params(epochs=3) is model and model.epochs == 3
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        model.set_params(bogus=1)
+    assert "n_components=8" in repr(model)
+
+
+def test_fit_returns_self_and_sets_trailing_underscore_attributes(small):
+    model = WARPFactorizer(n_components=4, epochs=1)
+    assert not any(k.endswith("_") for k in vars(model))
+    assert model.fit(small[0]) is model
+    assert model.user_factors_.shape == (300, 4) and model.item_factors_.shape == (200, 4)
+    assert model.user_factors_.dtype == np.float32
+    assert model.epochs_done_ == 1 and len(model.history_) == 1
+
+
+def test_single_thread_is_bit_reproducible(small):
+    a = WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=5).fit(small[0])
+    b = WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=5).fit(small[0])
+    c = WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=6).fit(small[0])
+    assert np.array_equal(a.user_factors_, b.user_factors_)
+    assert np.array_equal(a.item_biases_, b.item_biases_)
+    assert not np.array_equal(a.user_factors_, c.user_factors_)
+
+
+def test_partial_fit_continues_like_one_long_fit(small):
+    one = WARPFactorizer(n_components=8, epochs=4, n_threads=1).fit(small[0])
+    two = WARPFactorizer(n_components=8, epochs=2, n_threads=1).fit(small[0])
+    two.partial_fit(small[0])
+    assert two.epochs_done_ == 4
+    np.testing.assert_array_equal(one.item_factors_, two.item_factors_)
+
+
+def test_callback_sees_every_epoch_and_can_stop(small):
+    seen = []
+    model = WARPFactorizer(n_components=4, epochs=5, n_threads=1)
+    model.fit(small[0], callback=lambda m, info: seen.append(info["epoch"]) or len(seen) < 3)
+    assert seen == [0, 1, 2] and model.epochs_done_ == 3
+
+
+def test_recommend_shapes_exclusion_and_filters(small, fitted):
+    train = small[0]
+    items, scores = fitted.recommend(0, k=5)
+    assert items.shape == (5,) and scores.shape == (5,)
+    assert np.all(np.diff(scores) <= 0)
+    assert not set(items) & set(train[0].indices)
+    batch, bscores = fitted.recommend([0, 1, 2], k=7)
+    assert batch.shape == (3, 7)
+    np.testing.assert_array_equal(batch[0, :5], items)
+    # scores agree with predict
+    np.testing.assert_allclose(bscores[1], fitted.predict(1, batch[1]), rtol=1e-5, atol=1e-6)
+    seen_too, _ = fitted.recommend(0, k=200, exclude_seen=False)
+    assert set(seen_too) == set(range(200))
+    filtered, _ = fitted.recommend(0, k=5, filter_items=items[:2])
+    assert not set(filtered) & set(items[:2])
+    only, _ = fitted.recommend(0, k=3, items=[5, 6, 7, 8], exclude_seen=False)
+    assert set(only) <= {5, 6, 7, 8}
+
+
+def test_recommend_user_items_replaces_training_exclusion(fitted):
+    user_items = sp.csr_matrix(([1.0], ([0], [3])), shape=(1, 200))
+    items, _ = fitted.recommend([4], k=200, user_items=user_items)
+    assert 3 not in items[0] and (items[0] >= 0).sum() == 199
+
+
+def test_recommend_pads_when_k_exceeds_candidates(fitted, small):
+    n_seen = small[0][0].nnz
+    items, scores = fitted.recommend(0, k=500)
+    assert items.shape == (200,)
+    assert (items == -1).sum() == n_seen and np.isneginf(scores[items == -1]).all()
+
+
+def test_similar_items_excludes_itself(fitted):
+    items, sims = fitted.similar_items(3, k=5)
+    assert 3 not in items and np.all(sims <= 1.0 + 1e-6) and np.all(np.diff(sims) <= 0)
+
+
+def test_raw_ids_in_and_out():
+    gen = np.random.default_rng(0)
+    users = gen.choice([f"u{i}" for i in range(40)], 600)
+    items = gen.choice([f"film-{i}" for i in range(30)], 600)
+    frame = pd.DataFrame({"user_id": users, "item_id": items}).drop_duplicates()
+    model = WARPFactorizer(n_components=4, epochs=2).fit(frame)
+    recs, _ = model.recommend("u3", k=3)
+    assert all(isinstance(r, str) and r.startswith("film-") for r in recs)
+    assert model.predict(["u3", "u4"], "film-2").shape == (2,)
+    with pytest.raises(KeyError, match="not seen at fit time"):
+        model.recommend("nobody")
+    with pytest.raises(KeyError, match="film-999"):
+        model.predict("u3", "film-999")
+
+
+def test_save_load_round_trip(tmp_path, fitted):
+    path = tmp_path / "m.npz"
+    fitted.save(path)
+    loaded = WARPFactorizer.load(path)
+    for name in ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
+                 "item_grad_sq_", "bias_grad_sq_"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(fitted, name))
+    assert loaded.get_params() == fitted.get_params()
+    assert loaded.seed_ == fitted.seed_ and loaded.epochs_done_ == fitted.epochs_done_
+    np.testing.assert_array_equal(loaded.recommend(1, k=5)[0], fitted.recommend(1, k=5)[0])
+    with open(path, "rb") as fh:
+        assert b"pickle" not in fh.read(200)
+
+
+def test_save_load_string_ids(tmp_path):
+    frame = pd.DataFrame({"user_id": ["a", "b", "a", "c"], "item_id": ["x", "y", "y", "z"]})
+    model = WARPFactorizer(n_components=2, epochs=1).fit(frame)
+    model.save(tmp_path / "s.npz")
+    loaded = WARPFactorizer.load(tmp_path / "s.npz")
+    assert list(loaded.user_ids_) == ["a", "b", "c"]
+    assert loaded.recommend("a", k=1, exclude_seen=False)[0] in ("x", "y", "z")
+
+
+def test_load_rejects_garbage(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip file at all")
+    with pytest.raises(ValueError, match="not a readable warprec model"):
+        WARPFactorizer.load(bad)
+    with pytest.raises(FileNotFoundError):
+        WARPFactorizer.load(tmp_path / "missing.npz")
+
+
+def test_not_fitted_errors():
+    with pytest.raises(NotFittedError, match="fit"):
+        WARPFactorizer().recommend(0)
+
+
+@pytest.mark.parametrize("X,match", [
+    (sp.csr_matrix((3, 4)), "no positive"),
+    (sp.csr_matrix(np.array([[1.0, np.nan]])), "NaN"),
+    (sp.csr_matrix(np.array([[1.0, -2.0]])), "negative"),
+    (np.zeros((0, 3)), "at least one user"),
+    ("ratings.csv", "scipy.sparse"),
+])
+def test_bad_fit_input(X, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        WARPFactorizer(epochs=1).fit(X)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(n_components=0), "n_components"),
+    (dict(learning_rate=-1.0), "learning_rate"),
+    (dict(rank_weighting="nope"), "Unknown rank_weighting"),
+    (dict(rank_weighting="precision@k"), "needs the cut-off"),
+    (dict(rank_weighting=[0.1, 0.5]), "non-increasing"),
+    (dict(loss="hinge"), "loss must be one of"),
+    (dict(loss="warp", negative_sampling="popularity"), "only available with loss='bpr'"),
+])
+def test_bad_parameters(small, params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        WARPFactorizer(epochs=1, **params).fit(small[0])
+
+
+def test_bad_k(fitted):
+    for k in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            fitted.recommend(0, k=k)
+
+
+def test_unseen_index(fitted):
+    with pytest.raises(KeyError, match="out of range"):
+        fitted.recommend(300)
+
+
+def test_divergence_is_reported_and_parameters_stay_finite(small):
+    model = WARPFactorizer(n_components=8, epochs=50, learning_rate=1e6, n_threads=1,
+                           learning_schedule="sgd", rank_weighting="auc")
+    with pytest.raises(DivergenceError, match="lower learning_rate") as info:
+        model.fit(small[0])
+    assert info.value.epoch >= 0
+    assert model._parameters_finite()
+
+
+def test_users_and_items_without_interactions_are_fine():
+    X = sp.csr_matrix(np.array([[1, 0, 1, 0], [0, 0, 0, 0], [0, 1, 1, 0]], dtype=np.float32))
+    model = WARPFactorizer(n_components=2, epochs=2).fit(X)
+    items, scores = model.recommend(1, k=4)
+    assert np.isfinite(scores).all() and sorted(items) == [0, 1, 2, 3]
+
+
+def test_sample_weight_forms(small):
+    train = small[0]
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1)
+    ones = model.fit(train, sample_weight=np.ones(train.nnz)).item_factors_.copy()
+    same = model.fit(train).item_factors_
+    np.testing.assert_array_equal(ones, same)
+    model.fit(train, sample_weight="values")
+    model.fit(train, sample_weight=train * 2.0)
+    with pytest.raises(ValueError, match="one weight per positive"):
+        model.fit(train, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        model.fit(train, sample_weight=-np.ones(train.nnz))
+
+
+def test_model_pickles(fitted):
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.item_factors_, fitted.item_factors_)

@@ -1,0 +1,297 @@
+"""Inference shared by every model that scores with ``<U_u, V_i> + b_i``.
+
+:class:`FactorRecommender` holds the fitted arrays (``user_factors_``, ``item_factors_``,
+``item_biases_``, id maps, ``train_matrix_``) and provides ``predict``, ``recommend``,
+``similar_items`` and the glue :func:`warprec.metrics.evaluate` calls. Subclasses only
+implement ``fit``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from ._inputs import as_interaction_matrix, check_positive_int, lookup_ids
+from .exceptions import NotFittedError, WarprecWarning
+
+__all__ = ["FactorRecommender"]
+
+
+class FactorRecommender:
+    """Base class of fitted factor models (see :class:`warprec.WARPFactorizer`)."""
+
+    n_threads = None
+
+    def _parameters_finite(self):
+        return bool(np.isfinite(self.user_factors_).all() and np.isfinite(self.item_factors_).all()
+                    and np.isfinite(self.item_biases_).all())
+
+    # ------------------------------------------------------------------ inference
+    def _check_fitted(self):
+        if not hasattr(self, "user_factors_"):
+            raise NotFittedError("This WARPFactorizer is not fitted yet: call fit(X) first.")
+
+    @property
+    def n_users_(self):
+        """Number of users the model knows."""
+        self._check_fitted()
+        return self.user_factors_.shape[0]
+
+    @property
+    def n_items_(self):
+        """Number of items the model knows."""
+        self._check_fitted()
+        return self.item_factors_.shape[0]
+
+    def _user_index(self, users):
+        return lookup_ids(users, self._id_map("user"), "user", self.n_users_)
+
+    def _item_index(self, items):
+        return lookup_ids(items, self._id_map("item"), "item", self.n_items_)
+
+    def _id_map(self, kind):
+        ids = self.user_ids_ if kind == "user" else self.item_ids_
+        if ids is None:
+            return None
+        cache = f"_{kind}_map"
+        mapping = self.__dict__.get(cache)
+        if mapping is None:
+            mapping = {(v.item() if isinstance(v, np.generic) else v): i
+                       for i, v in enumerate(ids)}
+            self.__dict__[cache] = mapping
+        return mapping
+
+    def _raw_items(self, index):
+        """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
+        if self.item_ids_ is None:
+            return index.astype(np.int64)
+        ids = self.item_ids_
+        out = ids[np.maximum(index, 0)]
+        missing = index < 0
+        if missing.any():
+            if np.issubdtype(ids.dtype, np.number):
+                out = out.astype(ids.dtype)
+                out[missing] = -1
+            else:
+                out = out.astype(object)
+                out[missing] = None
+        return out
+
+    def predict(self, user_ids, item_ids):
+        """Scores ``f(u, i)`` of (user, item) pairs.
+
+        Parameters
+        ----------
+        user_ids, item_ids : scalar or 1-D array_like
+            Raw ids (or indices for a model fit on a matrix); broadcast against each other.
+
+        Returns
+        -------
+        ndarray of float32
+            One score per pair (a 0-d result becomes a 1-element array).
+
+        Raises
+        ------
+        KeyError
+            An id was not seen at fit time.
+        """
+        self._check_fitted()
+        u = self._user_index(user_ids)
+        i = self._item_index(item_ids)
+        if u.size != i.size and u.size != 1 and i.size != 1:
+            raise ValueError(f"user_ids ({u.size}) and item_ids ({i.size}) must have the same "
+                             "length (or one of them a single id).")
+        u, i = np.broadcast_arrays(u, i)
+        scores = np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i],
+                           dtype=np.float32)
+        return scores + self.item_biases_[i]
+
+    def recommend(self, users, k=10, exclude_seen=True, filter_items=None, *, user_items=None,
+                  items=None, n_threads=None):
+        """Top-k items for one user or a batch of users.
+
+        Parameters
+        ----------
+        users : scalar or 1-D array_like
+            Raw user id(s) (indices for a model fit on a matrix).
+        k : int, default 10
+            Number of items per user. Values above the number of items are clipped to it.
+        exclude_seen : bool, default True
+            Leave out the user's known positives: those of ``user_items`` if given, else
+            those of the matrix the model was fit on.
+        filter_items : array_like, optional
+            Items never to recommend (raw ids / indices), as in implicit.
+        user_items : scipy.sparse matrix, optional
+            One row per requested user (implicit's convention) over the model's items,
+            whose stored entries are excluded instead of the training positives.
+        items : array_like, optional
+            Restrict the candidates to these items.
+        n_threads : int, optional
+            Threads for scoring (default: the model's ``n_threads``).
+
+        Returns
+        -------
+        items : ndarray
+            Shape (k,) for a single user, (n_users, k) for a batch; best first, ties broken
+            by lower item index. When a user has fewer than k eligible items the remaining
+            slots hold -1 (numeric ids) or None (other ids).
+        scores : ndarray of float32
+            Matching scores; -inf in unfilled slots.
+        """
+        from .scoring import topk_items
+
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        single = np.ndim(users) == 0
+        u = self._user_index(users)
+        exclude = None
+        if exclude_seen:
+            if user_items is not None:
+                ui = as_interaction_matrix(user_items, "user_items")
+                if ui.shape != (u.size, self.n_items_):
+                    raise ValueError(f"user_items must have one row per requested user and one "
+                                     f"column per item: expected {(u.size, self.n_items_)}, "
+                                     f"got {ui.shape}.")
+                exclude = ui
+                rows = np.arange(u.size)
+            else:
+                exclude = self.train_matrix_
+                rows = u
+        else:
+            rows = u
+        allowed = None
+        if filter_items is not None or items is not None:
+            allowed = np.ones(self.n_items_, dtype=bool)
+            if items is not None:
+                allowed[:] = False
+                allowed[self._item_index(items)] = True
+            if filter_items is not None:
+                allowed[self._item_index(filter_items)] = False
+        user_factors = self.user_factors_
+        if exclude is not None and rows is not u:
+            user_factors = self.user_factors_[u]
+            u = rows
+        index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u, int(k),
+                                   exclude=exclude, allowed_items=allowed,
+                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+        out = self._raw_items(index)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    def similar_items(self, items, k=10, *, n_threads=None):
+        """Items most similar to the given ones by cosine similarity of item factors.
+
+        The query item itself is left out. Returns ``(items, similarities)`` shaped like
+        :meth:`recommend`'s output (1-D for a single query item). Items with an all-zero
+        factor vector have similarity 0 with everything.
+        """
+        from .scoring import topk_items
+
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        single = np.ndim(items) == 0
+        q = self._item_index(items)
+        norms = np.linalg.norm(self.item_factors_, axis=1)
+        unit = self.item_factors_ / np.where(norms > 0, norms, 1.0)[:, None]
+        unit = unit.astype(np.float32)
+        self_mask = sp.csr_matrix((np.ones(q.size, np.float32), (np.arange(q.size), q)),
+                                  shape=(q.size, self.n_items_))
+        index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
+                                   np.arange(q.size), int(k), exclude=self_mask,
+                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+        out = self._raw_items(index)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    # ------------------------------------------------------------------ evaluation glue
+    def _as_index_matrix(self, X, name, count_unknown_items):
+        """``X`` as CSR in this model's index space, plus per-user unknown-item counts."""
+        n_users, n_items = self.n_users_, self.n_items_
+        if _is_frame(X) or _is_interactions(X):
+            if self.user_ids_ is None:
+                raise TypeError(f"{name} has raw ids but the model was fit on a matrix; pass a "
+                                "sparse matrix in the same index space.")
+            frame = X.to_frame() if _is_interactions(X) else X
+            for col in ("user_id", "item_id"):
+                if col not in frame.columns:
+                    raise KeyError(f"{name} needs columns 'user_id' and 'item_id'; found "
+                                   f"{list(frame.columns)}.")
+            umap, imap = self._id_map("user"), self._id_map("item")
+            u = np.fromiter((umap.get(_py(v), -1) for v in frame["user_id"]), np.int64,
+                            count=len(frame))
+            i = np.fromiter((imap.get(_py(v), -1) for v in frame["item_id"]), np.int64,
+                            count=len(frame))
+            unknown_users = u < 0
+            if unknown_users.any():
+                warnings.warn(f"{name}: {int(unknown_users.sum())} row(s) of "
+                              f"{len(np.unique(frame['user_id'][unknown_users]))} user(s) unseen "
+                              "at fit time were left out (the model cannot score them).",
+                              WarprecWarning, stacklevel=3)
+            known = ~unknown_users
+            keep = known & (i >= 0)
+            matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (u[keep], i[keep])),
+                                   shape=(n_users, n_items))
+            matrix.sum_duplicates()
+            matrix.data[:] = 1.0
+            extra = np.zeros(n_users, np.int64)
+            unknown_items = known & (i < 0)
+            if count_unknown_items and unknown_items.any():
+                # each distinct unknown item of a user counts once in |relevant|
+                pairs = np.unique(np.stack([u[unknown_items],
+                                            _codes(frame["item_id"].to_numpy()[unknown_items])]),
+                                  axis=1)
+                extra = np.bincount(pairs[0], minlength=n_users)
+            return matrix, extra
+        matrix = as_interaction_matrix(X, name)
+        if matrix.shape != (n_users, n_items):
+            raise ValueError(f"{name} has shape {matrix.shape} but the model knows "
+                             f"{n_users} users x {n_items} items.")
+        return matrix, np.zeros(n_users, np.int64)
+
+    def _evaluation_inputs(self, test, train):
+        """Arrays for :func:`warprec.metrics.evaluate_factors` (index space)."""
+        self._check_fitted()
+        test_m, extra = self._as_index_matrix(test, "test", True)
+        train_m = None if train is None else self._as_index_matrix(train, "train", False)[0]
+        n_relevant = np.diff(test_m.indptr).astype(np.int64) + extra
+        return dict(user_factors=self.user_factors_, item_factors=self.item_factors_,
+                    item_biases=self.item_biases_, test=test_m, train=train_m,
+                    n_relevant=n_relevant)
+
+
+# ---------------------------------------------------------------------- helpers
+def _resolve_threads(n_threads):
+    limit = numba.config.NUMBA_NUM_THREADS
+    if n_threads is None:
+        return limit
+    n = check_positive_int(n_threads, "n_threads")
+    if n > limit:
+        warnings.warn(f"n_threads={n} exceeds Numba's thread limit {limit}; using {limit}.",
+                      WarprecWarning, stacklevel=3)
+    return min(n, limit)
+
+
+def _is_frame(X):
+    return type(X).__name__ == "DataFrame" and hasattr(X, "columns")
+
+
+def _is_interactions(X):
+    return hasattr(X, "matrix") and hasattr(X, "user_ids") and hasattr(X, "item_ids")
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _codes(values):
+    """Integer codes of the distinct values (order irrelevant)."""
+    import pandas as pd
+    return pd.factorize(pd.Series(values, dtype=object))[0]
+

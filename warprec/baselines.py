@@ -1,0 +1,43 @@
+"""Non-learned baselines that share the factor models' inference and evaluation API."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import FactorRecommender, _is_frame, _is_interactions
+from ._inputs import as_interaction_matrix
+
+__all__ = ["PopularityRecommender"]
+
+
+class PopularityRecommender(FactorRecommender):
+    """Recommend the items with the most positives, the same list for every user.
+
+    The score of item i is its number of training positives (ties broken by lower item
+    index, as everywhere in warprec). It has the interface of
+    :class:`warprec.WARPFactorizer` (``fit``, ``recommend``, ``predict``, and
+    :func:`warprec.metrics.evaluate` accepts it), with zero-dimensional factors.
+    """
+
+    def __init__(self, n_threads=None):
+        self.n_threads = n_threads
+
+    def fit(self, X):
+        """Count each item's positives in ``X`` (any input ``WARPFactorizer.fit`` takes)."""
+        user_ids = item_ids = None
+        if _is_frame(X):
+            from .data import Interactions
+            X = Interactions.from_frame(X)
+        if _is_interactions(X):
+            user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
+            X = X.matrix
+        matrix = as_interaction_matrix(X)
+        if matrix.nnz == 0:
+            raise ValueError("X holds no positive interaction; nothing to count.")
+        counts = np.bincount(matrix.indices, minlength=matrix.shape[1])
+        self.user_factors_ = np.zeros((matrix.shape[0], 1), dtype=np.float32)
+        self.item_factors_ = np.zeros((matrix.shape[1], 1), dtype=np.float32)
+        self.item_biases_ = counts.astype(np.float32)
+        self.user_ids_, self.item_ids_ = user_ids, item_ids
+        self.train_matrix_ = matrix
+        return self

@@ -210,7 +210,7 @@ def test_unseen_index(fitted):
 def test_divergence_is_reported_and_parameters_stay_finite(small):
     model = WARPFactorizer(n_components=8, epochs=50, learning_rate=1e6, n_threads=1,
                            learning_schedule="sgd", rank_weighting="auc")
-    with pytest.raises(DivergenceError, match="lower learning_rate") as info:
+    with pytest.raises(DivergenceError, match="Lower learning_rate") as info:
         model.fit(small[0])
     assert info.value.epoch >= 0
     assert model._parameters_finite()

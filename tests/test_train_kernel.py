@@ -67,7 +67,7 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm):
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     stats = np.zeros((1, train.N_STATS))
     ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights, order,
-                           table, 1.0, False, loss_code, 5, 1, 1, np.zeros(0), 0.1, alpha,
+                           table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0), 0.1, alpha,
                            max_norm, adagrad, 1234, 3, 1, stats)
     assert ok
     naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=5,
@@ -88,7 +88,7 @@ def test_kernel_refuses_non_finite_updates():
     table = resolve_rank_weighting("auc", X.shape[1]).table
     ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                            np.ones(X.nnz, np.float32), np.arange(X.nnz), table, 1.0, False,
-                           train.LOSS_BPR, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
+                           train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
                            np.zeros((1, train.N_STATS)))
     assert not ok
     for p, q in zip(params, before):

@@ -33,6 +33,7 @@ FORMAT_VERSION = 1
 _LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR}
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
+_ESTIMATORS = ("sampled", "exact")
 
 #: The documented configuration for the ML-100K benchmark split (d=64): more negative
 #: draws per positive (a sharper rank estimate) and fewer epochs. It reaches NDCG@10 >= 0.30
@@ -97,6 +98,13 @@ class WARPFactorizer(FactorRecommender):
         at 1, so the first step equals plain SGD) or constant-rate SGD.
     negative_sampling : {"uniform", "popularity"}, default "uniform"
         How BPR draws negatives (WARP's rank estimate requires uniform draws).
+    rank_estimator : {"sampled", "exact"}, default "sampled"
+        ``"sampled"``: the geometric-trial estimate above. ``"exact"``: score all of the
+        user's negatives for every positive, take the true number of margin violators as
+        the rank and draw the violating negative uniformly among them. Exact costs
+        ``n_items`` dot products per positive instead of at most ``max_sampled``; it pays
+        off only for small catalogues (thousands of items) or to measure how much the
+        estimate costs in quality.
     init_scale : float, default 0.1
         Factors start as ``N(0, init_scale^2 / n_components)``; biases start at 0.
     max_norm : float or None, default None
@@ -124,7 +132,8 @@ class WARPFactorizer(FactorRecommender):
     def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
                  rank_weighting="harmonic", alpha=0.015, n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
-                 negative_sampling="uniform", init_scale=0.1, max_norm=None, verbose=False):
+                 negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
+                 max_norm=None, verbose=False):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -139,6 +148,7 @@ class WARPFactorizer(FactorRecommender):
         self.top_fraction = top_fraction
         self.learning_schedule = learning_schedule
         self.negative_sampling = negative_sampling
+        self.rank_estimator = rank_estimator
         self.init_scale = init_scale
         self.max_norm = max_norm
         self.verbose = verbose
@@ -239,7 +249,7 @@ class WARPFactorizer(FactorRecommender):
                     self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
                     matrix.indptr, matrix.indices, users, weights, order,
                     weighting.table, weighting.top_fraction, weighting.normalize,
-                    config["loss_code"], config["max_sampled"], config["kos_k"],
+                    config["loss_code"], config["exact_rank"], config["max_sampled"], config["kos_k"],
                     config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
                     float(self.max_norm or 0.0), config["adagrad"], self.seed_, epoch, n_threads, stats)
                 seconds = time.perf_counter() - tic
@@ -294,7 +304,13 @@ class WARPFactorizer(FactorRecommender):
             kos_k = check_positive_int(5 if self.k is None else self.k, "k")
             if kos_k > kos_n:
                 raise ValueError(f"k-OS needs k <= n (got k={kos_k}, n={kos_n}).")
+        if self.rank_estimator not in _ESTIMATORS:
+            raise ValueError(f"rank_estimator must be one of {_ESTIMATORS} "
+                             f"(got {self.rank_estimator!r}).")
+        if self.rank_estimator == "exact" and self.loss == "bpr":
+            raise ValueError("rank_estimator='exact' applies to the WARP losses, not to 'bpr'.")
         return dict(d=d, epochs=int(epochs), max_sampled=max_sampled,
+                    exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
                     n_threads=_resolve_threads(self.n_threads))
@@ -517,6 +533,7 @@ def _epoch_info(epoch, seconds, stats):
     samples = stats[:, _train.STAT_SAMPLES].sum()
     return dict(epoch=int(epoch), seconds=float(seconds),
                 loss=float(stats[:, _train.STAT_LOSS].sum() / max(samples, 1)),
+                rank_loss=float(stats[:, _train.STAT_RANK_LOSS].sum() / max(samples, 1)),
                 updates=int(stats[:, _train.STAT_UPDATES].sum()),
                 mean_trials=float(stats[:, _train.STAT_TRIALS].sum() / max(samples, 1)),
                 samples=int(samples))

@@ -23,8 +23,8 @@ LOSS_WARP = 0
 LOSS_BPR = 1
 
 #: Columns of the per-thread statistics array filled by :func:`train_epoch`.
-STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS = 0, 1, 2, 3
-N_STATS = 4
+STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3, 4
+N_STATS = 5
 
 
 @njit(inline="always", **JIT)
@@ -158,8 +158,8 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
     else:
         abi = np.float32(0.0)
         abj = np.float32(0.0)
-        new_bi = decay * b[i] - lr * gbi
-        new_bj = decay * b[j] - lr * gbj
+        new_bi = b[i] - lr * gbi
+        new_bj = b[j] - lr * gbj
     check += new_bi + new_bj
     if not np.isfinite(check):
         return False
@@ -195,9 +195,39 @@ def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
     return best_pos[order[min(kos_k, n) - 1]]
 
 
+@njit(inline="always", **JIT)
+def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, normalize,
+                   violators, key, counter):
+    """Score every negative of ``u``: a uniformly drawn margin violator, its weight
+    ``Phi_n(#violators)`` and the rank loss ``Phi_n(#{j: f_j >= f_i})``.
+
+    Returns ``(-1, 0.0, rank_loss)`` when no negative violates the margin.
+    """
+    n_items = V.shape[0]
+    n_neg = n_items - (end - start)
+    count = 0
+    above = 0
+    q = start
+    for j in range(n_items):
+        if q < end and indices[q] == j:
+            q += 1
+            continue
+        f_j = score(U, V, b, u, j)
+        if f_j >= f_i:
+            above += 1
+        if f_j + 1.0 > f_i:
+            violators[count] = j
+            count += 1
+    rank_loss = rank_loss_weight(table, above, n_neg, top_fraction, normalize)
+    if count == 0:
+        return -1, 0.0, rank_loss
+    j = violators[draw_below(key, counter, count)]
+    return j, rank_loss_weight(table, count, n_neg, top_fraction, normalize), rank_loss
+
+
 @njit(**PJIT)
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
-                table, top_fraction, normalize, loss_code, max_sampled, kos_k, kos_n,
+                table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
                 neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, stats):
     """Run one epoch of Hogwild SGD over ``order``.
 
@@ -219,6 +249,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         Rank weighting (see ``warprec.weights``).
     loss_code : int
         ``LOSS_WARP`` or ``LOSS_BPR``.
+    exact_rank : bool
+        WARP only: score all of the user's negatives, use the true number of margin
+        violators as the rank and draw the violator uniformly among them, instead of the
+        geometric-trial estimate.
     max_sampled : int
         Maximum negative draws per positive (WARP).
     kos_k, kos_n : int
@@ -237,7 +271,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     n_threads : int
         Number of contiguous slices of ``order`` (one per thread).
     stats : float64 array (n_threads, N_STATS)
-        Filled with per-slice counts: samples, updates, negative draws, loss.
+        Filled with per-slice sums: samples, updates, negatives scored, surrogate loss
+        (weighted hinge, or BPR's log loss) and rank loss ``w * Phi_n(rank)`` (exact
+        ranks ``#{j: f_j >= f_i}`` with ``exact_rank``, else the estimate).
 
     Returns
     -------
@@ -261,6 +297,8 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         n_updates = 0
         n_trials = 0
         loss_sum = 0.0
+        rank_loss_sum = 0.0
+        violators = np.empty(n_items if exact_rank else 0, np.int64)
         for s in range(lo, hi):
             p = order[s]
             u = sample_users[p]
@@ -297,29 +335,40 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                     break
                 n_updates += 1
                 continue
-            found = False
-            for trial in range(1, max_sampled + 1):
-                j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
-                counter += 1
-                f_j = score(U, V, b, u, j)
-                if f_j + 1.0 > f_i:
-                    found = True
-                    n_trials += trial
-                    rank = max((n_neg - 1) // trial, 1)
-                    lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
-                    loss_sum += w * lw * (1.0 + f_j - f_i)
-                    if lw > 0:
-                        if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw),
-                                           lr, reg, adagrad, mnorm, buf):
-                            failed[t] = True
-                        n_updates += 1
-                    break
-            if not found:
-                n_trials += max_sampled
+            lw = 0.0
+            rank_loss = 0.0
+            if exact_rank:
+                j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
+                                                  top_fraction, normalize, violators, key,
+                                                  counter)
+                n_trials += n_neg
+            else:
+                j = -1
+                for trial in range(1, max_sampled + 1):
+                    jj = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+                    counter += 1
+                    if score(U, V, b, u, jj) + 1.0 > f_i:
+                        j = jj
+                        n_trials += trial
+                        rank = max((n_neg - 1) // trial, 1)
+                        lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
+                        rank_loss = lw
+                        break
+                if j < 0:
+                    n_trials += max_sampled
+            if j >= 0:
+                loss_sum += w * lw * (1.0 + score(U, V, b, u, j) - f_i)
+                rank_loss_sum += w * rank_loss
+                if lw > 0:
+                    if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,
+                                       reg, adagrad, mnorm, buf):
+                        failed[t] = True
+                    n_updates += 1
             if failed[t]:
                 break
         stats[t, STAT_SAMPLES] = n_samples
         stats[t, STAT_UPDATES] = n_updates
         stats[t, STAT_TRIALS] = n_trials
         stats[t, STAT_LOSS] = loss_sum
+        stats[t, STAT_RANK_LOSS] = rank_loss_sum
     return not failed.any()

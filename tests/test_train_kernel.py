@@ -93,3 +93,35 @@ def test_kernel_refuses_non_finite_updates():
     assert not ok
     for p, q in zip(params, before):
         assert np.isfinite(p).all() or np.array_equal(p, q)
+
+
+def test_nth_negative_random_rows():
+    gen = np.random.default_rng(11)
+    for _ in range(300):
+        n_items = int(gen.integers(1, 60))
+        positives = np.sort(gen.choice(n_items, int(gen.integers(0, n_items)), replace=False))
+        indices = positives.astype(np.int32)
+        expected = naive.negatives_of(positives, n_items)
+        got = [train.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
+        assert got == expected
+
+
+def test_exact_rank_mode_counts_every_violator():
+    X, U, V, b, gen = _problem(5)
+    table = resolve_rank_weighting("auc", X.shape[1]).table
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    stats = np.zeros((1, train.N_STATS))
+    params = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    # learning_rate 0 turns the epoch into a pure evaluation of the rank loss
+    train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                      np.ones(X.nnz, np.float32), np.arange(X.nnz), table, 1.0, False,
+                      train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, False, 1, 0,
+                      1, stats)
+    scores = U @ V.T + b
+    expected = 0.0
+    for u in range(X.shape[0]):
+        pos = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        neg = np.setdiff1d(np.arange(X.shape[1]), pos)
+        expected += sum(float((scores[u, neg] >= scores[u, i]).sum()) for i in pos)
+    assert stats[0, train.STAT_RANK_LOSS] == pytest.approx(expected)
+    assert stats[0, train.STAT_TRIALS] == sum(X.shape[1] - np.diff(X.indptr)[users])

@@ -34,15 +34,17 @@ def nth_negative(indices, start, end, r):
     Below the k-th positive ``q_k`` lie ``q_k - k`` negatives, a non-decreasing sequence,
     so the answer is ``r + #{k : q_k - k <= r}``, found by binary search.
     """
-    lo = 0
-    hi = end - start
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if indices[start + mid] - mid <= r:
-            lo = mid + 1
-        else:
-            hi = mid
-    return r + lo
+    # branch-free lower bound: count = #{k < n : q_k - k <= r}
+    n = end - start
+    base = 0
+    while n > 1:
+        half = n >> 1
+        probe = base + half
+        base = probe if indices[start + probe - 1] - (probe - 1) <= r else base
+        n -= half
+    if n == 1 and indices[start + base] - base <= r:
+        base += 1
+    return r + base
 
 
 @njit(inline="always", **JIT)
@@ -201,7 +203,8 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
     """Score every negative of ``u``: a uniformly drawn margin violator, its weight
     ``Phi_n(#violators)`` and the rank loss ``Phi_n(#{j: f_j >= f_i})``.
 
-    Returns ``(-1, 0.0, rank_loss)`` when no negative violates the margin.
+    Returns ``(j, f(u, j), weight, rank_loss)``, with ``j = -1`` when no negative violates
+    the margin.
     """
     n_items = V.shape[0]
     n_neg = n_items - (end - start)
@@ -220,9 +223,10 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
             count += 1
     rank_loss = rank_loss_weight(table, above, n_neg, top_fraction, normalize)
     if count == 0:
-        return -1, 0.0, rank_loss
+        return -1, np.float32(0.0), 0.0, rank_loss
     j = violators[draw_below(key, counter, count)]
-    return j, rank_loss_weight(table, count, n_neg, top_fraction, normalize), rank_loss
+    return (j, score(U, V, b, u, j), rank_loss_weight(table, count, n_neg, top_fraction,
+                                                      normalize), rank_loss)
 
 
 @njit(**PJIT)
@@ -337,8 +341,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 continue
             lw = 0.0
             rank_loss = 0.0
+            f_j = np.float32(0.0)
             if exact_rank:
-                j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
+                j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
                                                   top_fraction, normalize, violators, key,
                                                   counter)
                 n_trials += n_neg
@@ -347,8 +352,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 for trial in range(1, max_sampled + 1):
                     jj = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
                     counter += 1
-                    if score(U, V, b, u, jj) + 1.0 > f_i:
+                    f_jj = score(U, V, b, u, jj)
+                    if f_jj + 1.0 > f_i:
                         j = jj
+                        f_j = f_jj
                         n_trials += trial
                         rank = max((n_neg - 1) // trial, 1)
                         lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
@@ -357,7 +364,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 if j < 0:
                     n_trials += max_sampled
             if j >= 0:
-                loss_sum += w * lw * (1.0 + score(U, V, b, u, j) - f_i)
+                loss_sum += w * lw * (1.0 + f_j - f_i)
                 rank_loss_sum += w * rank_loss
                 if lw > 0:
                     if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,

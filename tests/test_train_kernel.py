@@ -66,7 +66,8 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm):
     slow = [a.copy() for a in fast]
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     stats = np.zeros((1, train.N_STATS))
-    ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights, order,
+    ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights,
+                           np.zeros(0, np.int64), order,
                            table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0), 0.1, alpha,
                            max_norm, adagrad, 1234, 3, 1, stats)
     assert ok
@@ -87,7 +88,7 @@ def test_kernel_refuses_non_finite_updates():
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("auc", X.shape[1]).table
     ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                           np.ones(X.nnz, np.float32), np.arange(X.nnz), table, 1.0, False,
+                           np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
                            train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
                            np.zeros((1, train.N_STATS)))
     assert not ok
@@ -114,7 +115,7 @@ def test_exact_rank_mode_counts_every_violator():
     params = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     # learning_rate 0 turns the epoch into a pure evaluation of the rank loss
     train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                      np.ones(X.nnz, np.float32), np.arange(X.nnz), table, 1.0, False,
+                      np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
                       train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, False, 1, 0,
                       1, stats)
     scores = U @ V.T + b

@@ -30,7 +30,8 @@ __all__ = ["WARPFactorizer"]
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-_LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR}
+_LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR,
+           "ordinal": _train.LOSS_ORDINAL}
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
 _ESTIMATORS = ("sampled", "exact")
@@ -83,14 +84,19 @@ class WARPFactorizer(FactorRecommender):
         With one thread a fixed seed gives bit-identical factors across runs and
         processes; with several threads the same negatives are drawn but Hogwild update
         order races, so results agree only statistically.
-    loss : {"warp", "warp-kos", "bpr"}, default "warp"
+    loss : {"warp", "warp-kos", "bpr", "ordinal"}, default "warp"
         ``"warp-kos"`` uses as positive the ``k``-th best scored of ``n`` positives of the
         user (k-OS WARP); ``"bpr"`` descends ``-log sigmoid(f(u,i) - f(u,j))`` with one
-        negative per positive.
+        negative per positive; ``"ordinal"`` treats X's values as grades (e.g. ratings
+        1-5) and, for each positive, descends the ordinal-regression loss of "Ranking
+        losses for bundle methods" (sec. 1.2, :func:`warprec.losses.ordinal_loss`) over a
+        list of the positive, ``n - 1`` more of the user's graded items and
+        ``max_sampled`` unobserved items of grade 0, scaled by the list length.
     k : int or None, default None
         The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
     n : int, default 10
-        Number of positives drawn per step by k-OS.
+        Number of positives drawn per step by k-OS, and graded items per list of
+        ``loss="ordinal"``.
     top_fraction : float or None, default None
         p of ``rank_weighting="owpc-top-p"``.
     learning_schedule : {"adagrad", "sgd"}, default "adagrad"
@@ -235,6 +241,7 @@ class WARPFactorizer(FactorRecommender):
         weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
                                            top_fraction=self.top_fraction)
         neg_cdf = self._negative_cdf(matrix, config)
+        grades = self._grades(matrix, config)
         stats = np.zeros((n_threads, _train.N_STATS))
         progress = _progress(config["epochs"], self.verbose)
         previous = numba.get_num_threads()
@@ -247,7 +254,7 @@ class WARPFactorizer(FactorRecommender):
                 ok = _train.train_epoch(
                     self.user_factors_, self.item_factors_, self.item_biases_,
                     self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
-                    matrix.indptr, matrix.indices, users, weights, order,
+                    matrix.indptr, matrix.indices, users, weights, grades, order,
                     weighting.table, weighting.top_fraction, weighting.normalize,
                     config["loss_code"], config["exact_rank"], config["max_sampled"], config["kos_k"],
                     config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
@@ -299,6 +306,8 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("negative_sampling='popularity' is only available with loss='bpr': "
                              "WARP's rank estimate assumes uniformly drawn negatives.")
         kos_k, kos_n = 1, 1
+        if self.loss == "ordinal":
+            kos_n = check_positive_int(self.n, "n")
         if self.loss == "warp-kos":
             kos_n = check_positive_int(self.n, "n")
             kos_k = check_positive_int(5 if self.k is None else self.k, "k")
@@ -307,8 +316,9 @@ class WARPFactorizer(FactorRecommender):
         if self.rank_estimator not in _ESTIMATORS:
             raise ValueError(f"rank_estimator must be one of {_ESTIMATORS} "
                              f"(got {self.rank_estimator!r}).")
-        if self.rank_estimator == "exact" and self.loss == "bpr":
-            raise ValueError("rank_estimator='exact' applies to the WARP losses, not to 'bpr'.")
+        if self.rank_estimator == "exact" and self.loss in ("bpr", "ordinal"):
+            raise ValueError("rank_estimator='exact' applies to the WARP losses, not to "
+                             f"{self.loss!r}.")
         return dict(d=d, epochs=int(epochs), max_sampled=max_sampled,
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
@@ -374,6 +384,16 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("sample_weight must be finite and >= 0 "
                              f"({int((~np.isfinite(w) | (w < 0)).sum())} bad value(s)).")
         return w.astype(np.float32)
+
+    def _grades(self, matrix, config):
+        if config["loss_code"] != _train.LOSS_ORDINAL:
+            return np.zeros(0, dtype=np.int64)
+        grades = np.rint(matrix.data).astype(np.int64)
+        if not np.allclose(grades, matrix.data) or grades.min() < 1:
+            raise ValueError("loss='ordinal' needs graded positives: X's values must be whole "
+                             "numbers >= 1 (e.g. ratings 1-5; unobserved items get grade 0). "
+                             "Scale half-star ratings by 2 first.")
+        return grades
 
     def _negative_cdf(self, matrix, config):
         if self.negative_sampling != "popularity":

@@ -16,11 +16,13 @@ negatives; at least 1 since a violator was found) and the hinge
 import numpy as np
 from numba import njit, prange
 
+from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, PJIT
 from .rng import draw_below, draw_unit, stream_key
 
 LOSS_WARP = 0
 LOSS_BPR = 1
+LOSS_ORDINAL = 2
 
 #: Columns of the per-thread statistics array filled by :func:`train_epoch`.
 STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3, 4
@@ -141,15 +143,8 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
             buf[1, f] = decay * vi - lr * gi
             buf[2, f] = decay * vj - lr * gj
         check += buf[0, f] + buf[1, f] + buf[2, f]
-    if max_norm > 0:
-        for row in range(3):
-            sq = np.float32(0.0)
-            for f in range(d):
-                sq += buf[row, f] * buf[row, f]
-            if sq > max_norm * max_norm:
-                shrink = max_norm / np.sqrt(sq)
-                for f in range(d):
-                    buf[row, f] *= shrink
+    for row in range(3):
+        _clip_row(buf, row, max_norm)
     gbi = -g
     gbj = g
     if adagrad:
@@ -179,6 +174,111 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
         Gb[i] = abi
         Gb[j] = abj
     return True
+
+
+@njit(inline="always", **JIT)
+def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad, max_norm,
+                buf):
+    """One step on ``scale * sum_t grad[t] * f(u, items[t])`` for a list of items.
+
+    Same rules as :func:`pair_update` (decoupled decay of the touched factor rows,
+    Adagrad, optional max-norm, nothing non-finite written). Returns ``False`` if a new
+    value would be non-finite; rows already written by then are finite.
+    """
+    d = U.shape[1]
+    decay = np.float32(1.0) - lr * alpha
+    for f in range(d):
+        acc = np.float32(0.0)
+        for t in range(m):
+            acc += np.float32(scale * grad[t]) * V[items[t], f]
+        buf[0, f] = acc  # gradient of the user row, taken before the item rows move
+    for t in range(m):
+        g = np.float32(scale * grad[t])
+        if g == 0:
+            continue
+        i = items[t]
+        check = np.float32(0.0)
+        for f in range(d):
+            gi = g * U[u, f]
+            if adagrad:
+                a = GV[i, f] + gi * gi
+                buf[2, f] = a
+                buf[1, f] = decay * V[i, f] - lr * gi / np.sqrt(a)
+            else:
+                buf[1, f] = decay * V[i, f] - lr * gi
+            check += buf[1, f]
+        _clip_row(buf, 1, max_norm)
+        if adagrad:
+            ab = Gb[i] + g * g
+            new_b = b[i] - lr * g / np.sqrt(ab)
+        else:
+            ab = np.float32(0.0)
+            new_b = b[i] - lr * g
+        if not np.isfinite(check + new_b):
+            return False
+        for f in range(d):
+            V[i, f] = buf[1, f]
+            if adagrad:
+                GV[i, f] = buf[2, f]
+        b[i] = new_b
+        if adagrad:
+            Gb[i] = ab
+    check = np.float32(0.0)
+    for f in range(d):
+        gu = buf[0, f]
+        if adagrad:
+            a = GU[u, f] + gu * gu
+            buf[2, f] = a
+            buf[1, f] = decay * U[u, f] - lr * gu / np.sqrt(a)
+        else:
+            buf[1, f] = decay * U[u, f] - lr * gu
+        check += buf[1, f]
+    _clip_row(buf, 1, max_norm)
+    if not np.isfinite(check):
+        return False
+    for f in range(d):
+        U[u, f] = buf[1, f]
+        if adagrad:
+            GU[u, f] = buf[2, f]
+    return True
+
+
+@njit(inline="always", **JIT)
+def _clip_row(buf, row, max_norm):
+    """Rescale ``buf[row]`` to Euclidean norm ``max_norm`` if it is longer (max_norm > 0)."""
+    if max_norm > 0:
+        sq = np.float32(0.0)
+        for f in range(buf.shape[1]):
+            sq += buf[row, f] * buf[row, f]
+        if sq > max_norm * max_norm:
+            shrink = max_norm / np.sqrt(sq)
+            for f in range(buf.shape[1]):
+                buf[row, f] *= shrink
+
+
+@njit(inline="always", **JIT)
+def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated, neg_cdf, key,
+                 counter, items, labels, f_list):
+    """Fill the list of an ordinal step: positive ``p``, ``n_rated - 1`` more of the user's
+    rated items (drawn with replacement) with their grades, and ``n_unrated`` negatives
+    with grade 0. Returns the list length."""
+    n_pos = end - start
+    n_items = V.shape[0]
+    m = 0
+    for t in range(n_rated):
+        q = p if t == 0 else start + draw_below(key, counter + t, n_pos)
+        items[m] = indices[q]
+        labels[m] = grades[q]
+        m += 1
+    if n_items > n_pos:
+        for t in range(n_unrated):
+            items[m] = draw_negative(indices, start, end, n_items, neg_cdf, key,
+                                     counter + n_rated + t)
+            labels[m] = 0
+            m += 1
+    for t in range(m):
+        f_list[t] = score(U, V, b, u, items[t])
+    return m
 
 
 @njit(inline="always", **JIT)
@@ -230,7 +330,7 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
 
 
 @njit(**PJIT)
-def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
+def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
                 neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, stats):
     """Run one epoch of Hogwild SGD over ``order``.
@@ -247,12 +347,16 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         Row of every stored positive.
     sample_weight : float32 array (nnz,)
         Weight multiplying each positive's gradient.
+    grades : int64 array (nnz,) or empty
+        Ordinal labels (>= 1) of the positives, for ``LOSS_ORDINAL``.
     order : int64 array
         Positions (into ``indices``) of the positives to visit, in visiting order.
     table, top_fraction, normalize
         Rank weighting (see ``warprec.weights``).
     loss_code : int
-        ``LOSS_WARP`` or ``LOSS_BPR``.
+        ``LOSS_WARP``, ``LOSS_BPR`` or ``LOSS_ORDINAL`` (the seed's ordinal-regression
+        loss over a list of ``kos_n`` of the user's graded items and ``max_sampled``
+        negatives of grade 0, scaled by the list length).
     exact_rank : bool
         WARP only: score all of the user's negatives, use the true number of margin
         violators as the rank and draw the violator uniformly among them, instead of the
@@ -303,6 +407,15 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         loss_sum = 0.0
         rank_loss_sum = 0.0
         violators = np.empty(n_items if exact_rank else 0, np.int64)
+        list_len = kos_n + max_sampled if loss_code == LOSS_ORDINAL else 0
+        items = np.empty(list_len, np.int64)
+        labels = np.empty(list_len, np.int64)
+        f_list = np.empty(list_len, np.float64)
+        g_list = np.empty(list_len, np.float64)
+        n_labels = 1
+        if loss_code == LOSS_ORDINAL:
+            for q in range(grades.shape[0]):
+                n_labels = max(n_labels, grades[q] + 1)
         for s in range(lo, hi):
             p = order[s]
             u = sample_users[p]
@@ -314,6 +427,19 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 continue
             key = stream_key(seed, epoch, p)
             counter = 0
+            if loss_code == LOSS_ORDINAL:
+                m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
+                                 max_sampled, neg_cdf, key, counter, items, labels, f_list)
+                value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
+                n_trials += m
+                loss_sum += sample_weight[p] * value
+                if value > 0:
+                    if not list_update(U, V, b, GU, GV, Gb, u, items, g_list, m,
+                                       sample_weight[p] * m, lr, reg, adagrad, mnorm, buf):
+                        failed[t] = True
+                        break
+                    n_updates += 1
+                continue
             if kos_n > 1:
                 p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter)
                 counter += kos_n

@@ -240,3 +240,38 @@ def test_sample_weight_forms(small):
 def test_model_pickles(fitted):
     again = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(again.item_factors_, fitted.item_factors_)
+
+
+@pytest.mark.parametrize("params", [
+    dict(loss="warp-kos", k=2, n=5),
+    dict(loss="bpr"),
+    dict(loss="bpr", negative_sampling="popularity"),
+    dict(rank_estimator="exact"),
+    dict(rank_weighting="owpc-harmonic", learning_rate=0.5),
+    dict(rank_weighting="precision@k", k=5),
+    dict(learning_schedule="sgd", learning_rate=0.01, max_norm=2.0),
+])
+def test_every_loss_option_learns(small, params):
+    train, test = small
+    model = WARPFactorizer(n_components=16, epochs=10, n_threads=1, **params).fit(train)
+    pop = evaluate(PopularityRecommender().fit(train), test, train=train, k=10)["ndcg@10"]
+    assert evaluate(model, test, train=train, k=10)["ndcg@10"] > pop
+
+
+def test_ordinal_loss_learns_from_grades(small):
+    train, test = small
+    graded = train.copy()
+    graded.data = (np.arange(graded.nnz) % 5 + 1).astype(np.float32)  # grades 1..5
+    model = WARPFactorizer(n_components=16, epochs=10, n_threads=1, loss="ordinal", n=4)
+    model.fit(graded)
+    pop = evaluate(PopularityRecommender().fit(train), test, train=train, k=10)["ndcg@10"]
+    assert evaluate(model, test, train=train, k=10)["ndcg@10"] > pop
+    half = graded.copy()
+    half.data = half.data / 2
+    with pytest.raises(ValueError, match="whole numbers"):
+        model.fit(half)
+
+
+def test_exact_rank_estimator_rejects_bpr(small):
+    with pytest.raises(ValueError, match="exact"):
+        WARPFactorizer(loss="bpr", rank_estimator="exact", epochs=1).fit(small[0])

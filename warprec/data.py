@@ -49,8 +49,9 @@ import lzma
 import os
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -302,8 +303,8 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
     TypeError
         An id column mixes integers and strings.
     """
-    cols = dict(user_col=user_col, item_col=item_col, rating_col=rating_col,
-                timestamp_col=timestamp_col)
+    cols = {"user_col": user_col, "item_col": item_col, "rating_col": rating_col,
+            "timestamp_col": timestamp_col}
     if isinstance(path, pd.DataFrame):
         return standardize_frame(path, **cols)
     if format not in _FORMATS:
@@ -324,12 +325,9 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
                 raise ValueError(
                     f"Could not find a field separator in '{p}' (first line: "
                     f"{lines[0][:80]!r}). Pass it explicitly, e.g. sep=','.")
-    if kind == "udata" or kind == "dat":
-        header = _has_header(lines, sep)
-    elif kind == "csv":
-        header = True
-    else:
-        header = _has_header(lines, sep)
+    # MovieLens .csv files always have a header; u.data / .dat never do, but a header
+    # line is still recognised if someone added one
+    header = True if kind == "csv" else _has_header(lines, sep)
 
     try:
         frame = _read_delimited(p, sep, header, enc)
@@ -337,15 +335,16 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
         raise _decode_error(p, enc, exc) from None
     except pd.errors.ParserError as exc:
         raise ValueError(
-            f"Could not parse '{p}' with separator {sep!r}: {exc}. Some lines have a "
-            f"different number of fields; fix those lines or pass the right sep=.") from None
+            f"Could not parse '{p}' with separator {sep!r}: {str(exc).strip()}. Some "
+            f"lines have a different number of fields; fix those lines or pass the "
+            f"right sep=.") from None
     except pd.errors.EmptyDataError:
         raise ValueError(f"'{p}' has no data rows.") from None
     return _standardize(frame, cols, source=f"'{p}'", header=header)
 
 
 def _read_delimited(p: Path, sep: str, header: bool, enc: str) -> pd.DataFrame:
-    common = dict(header=0 if header else None, encoding=enc, low_memory=False)
+    common = {"header": 0 if header else None, "encoding": enc, "low_memory": False}
     if sep == "::":
         # "::" is read as ":" by the fast C parser; fields then sit at even positions
         # and the odd positions are empty. Fall back to the slow parser if a field
@@ -408,8 +407,8 @@ def standardize_frame(df: pd.DataFrame, *, user_col: str | int | None = None,
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"standardize_frame expects a pandas DataFrame, got "
                         f"{type(df).__name__}; use read_ratings for files.")
-    cols = dict(user_col=user_col, item_col=item_col, rating_col=rating_col,
-                timestamp_col=timestamp_col)
+    cols = {"user_col": user_col, "item_col": item_col, "rating_col": rating_col,
+            "timestamp_col": timestamp_col}
     return _standardize(df, cols, source="the DataFrame", header=None)
 
 
@@ -445,6 +444,8 @@ def _find_column(df: pd.DataFrame, role: str, spec, positional: bool, source: st
     if positional:
         position = CANONICAL_COLUMNS.index(role)
         if len(columns) > 4:
+            if optional:
+                return None
             raise KeyError(
                 f"{source} has no header and {len(columns)} columns, so which column is "
                 f"which cannot be guessed. Give the 0-based positions, e.g. user_col=0, "
@@ -474,14 +475,20 @@ def _standardize(df: pd.DataFrame, cols: dict, source: str, header) -> pd.DataFr
     positional = (header is False) or (
         header is None and list(df.columns) == list(range(df.shape[1])))
     chosen = {}
-    for role in CANONICAL_COLUMNS:
-        label = _find_column(df, role, cols[_ARG_OF[role]], positional, source)
-        if label is not None:
-            if label in chosen.values():
-                raise KeyError(f"Column {label!r} of {source} was chosen for two roles; "
-                               f"pass user_col=, item_col=, rating_col=, timestamp_col= "
-                               f"explicitly.")
-            chosen[role] = label
+    # explicitly named columns first, then the detected / positional defaults
+    roles = sorted(CANONICAL_COLUMNS, key=lambda r: cols[_ARG_OF[r]] is None)
+    for role in roles:
+        spec = cols[_ARG_OF[role]]
+        label = _find_column(df, role, spec, positional, source)
+        if label is None:
+            continue
+        if label in chosen.values():
+            if spec is None and role in ("rating", "timestamp"):
+                continue  # the default column is already used for another role
+            raise KeyError(f"Column {label!r} of {source} was chosen for two roles; "
+                           f"pass user_col=, item_col=, rating_col=, timestamp_col= "
+                           f"explicitly.")
+        chosen[role] = label
     out = {}
     for role in ("user_id", "item_id"):
         out[role] = _normalize_ids(df[chosen[role]], role, source, header)
@@ -501,7 +508,7 @@ def _standardize(df: pd.DataFrame, cols: dict, source: str, header) -> pd.DataFr
     return result
 
 
-def _numeric_ratings(col: pd.Series, source: str, header) -> pd.Series:
+def _numeric_ratings(col: pd.Series, source: str, header) -> np.ndarray:
     if pd.api.types.is_bool_dtype(col.dtype):
         col = col.astype(np.int64)
     if not pd.api.types.is_numeric_dtype(col.dtype):
@@ -544,6 +551,7 @@ def _normalize_ids(col: pd.Series, role: str, source: str, header) -> pd.Series:
             f"{source}: {missing.size} rows have no {role.replace('_', ' ')} "
             f"({_rows(missing, header)}), e.g. truncated lines or empty fields. Fix the "
             f"data or drop those rows first, e.g. df.dropna(subset=[...]).")
+    name = col.name
     dtype = col.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         col = col.astype(dtype.categories.dtype if dtype.categories.dtype != object
@@ -570,7 +578,7 @@ def _normalize_ids(col: pd.Series, role: str, source: str, header) -> pd.Series:
         raise TypeError(
             f"{source}: the {role} column {exc}{example}. Ids must be all integers or all "
             f"strings; to treat every id as a string, convert first with "
-            f"df[{role!r}] = df[{role!r}].astype(str).") from None
+            f"df[{name!r}] = df[{name!r}].astype(str).") from None
     if kind == "int":
         return pd.Series(values.astype(np.int64), name=col.name)
     if kind == "str":
@@ -790,8 +798,11 @@ def deduplicate(df: pd.DataFrame, how: str = "last") -> pd.DataFrame:
         return df.reset_index(drop=True).copy()
     if how == "error":
         rows = np.flatnonzero(dup)
-        pairs = list(zip(df["user_id"].to_numpy()[rows], df["item_id"].to_numpy()[rows]))
-        n_pairs = len(np.unique(pair[rows]))
+        _, first = np.unique(pair[rows], return_index=True)
+        shown = rows[np.sort(first)]
+        pairs = list(zip(df["user_id"].to_numpy()[shown].tolist(),
+                         df["item_id"].to_numpy()[shown].tolist()))
+        n_pairs = len(first)
         raise ValueError(
             f"{n_pairs} (user, item) pairs occur more than once ({rows.size} rows), e.g. "
             f"{_show(pairs)}. Choose how to combine them: deduplicate(df, how='last' | "
@@ -1017,9 +1028,7 @@ def split_temporal(df: pd.DataFrame, *, last_n: int | None = None,
 # --------------------------------------------------------------------------------------
 def _id_array(values, what: str) -> np.ndarray:
     """Validate an id map: unique, all integers (-> int64) or all strings (-> object)."""
-    if isinstance(values, (pd.Series, pd.Index)):
-        values = values.to_numpy()
-    arr = np.asarray(values)
+    arr = _as_id_array(values)
     if arr.ndim != 1:
         raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}.")
     if arr.dtype.kind in "iu":
@@ -1097,7 +1106,7 @@ class Interactions:
     @classmethod
     def from_frame(cls, df: pd.DataFrame, *, user_col: str = "user_id",
                    item_col: str = "item_id", weight_col: str | None = None,
-                   user_ids=None, item_ids=None, unknown: str = "error") -> "Interactions":
+                   user_ids=None, item_ids=None, unknown: str = "error") -> Interactions:
         """Build the matrix from a long DataFrame.
 
         Parameters
@@ -1191,7 +1200,7 @@ class Interactions:
         return cls(matrix, uids, iids)
 
     @classmethod
-    def from_matrix(cls, X, user_ids=None, item_ids=None) -> "Interactions":
+    def from_matrix(cls, X, user_ids=None, item_ids=None) -> Interactions:
         """Wrap an existing user x item matrix.
 
         Parameters
@@ -1288,10 +1297,21 @@ class Interactions:
                              "weight": coo.data.astype(np.float32)})
 
 
-def _lookup(index: pd.Index, raw_ids, what: str) -> np.ndarray:
-    arr = np.asarray(raw_ids)
+def _as_id_array(values) -> np.ndarray:
+    """``np.asarray`` that keeps Python strings intact (no fixed-width unicode, which
+    would drop trailing NUL characters)."""
+    if isinstance(values, (pd.Series, pd.Index)):
+        values = values.to_numpy()
+    if isinstance(values, np.ndarray):
+        return values.astype(object) if values.dtype.kind in "US" else values
+    arr = np.asarray(values)
     if arr.dtype.kind in "US":
-        arr = arr.astype(object)
+        arr = np.asarray(values, dtype=object)
+    return arr
+
+
+def _lookup(index: pd.Index, raw_ids, what: str) -> np.ndarray:
+    arr = _as_id_array(raw_ids)
     flat = arr.reshape(-1)
     if flat.size == 0:
         return np.empty(arr.shape, dtype=np.int64)

@@ -12,21 +12,31 @@ The generative model (identical for :func:`make_interactions` and :func:`make_ra
 * **Activity.** User ``u`` interacts with ``n_u = min_per_user + extra_u`` distinct
   items, the extras being split among users in proportion to Pareto weights with tail
   index ``activity_exponent`` (smaller = heavier tail), capped at ``max_per_user``.
-* **Choice.** User ``u`` draws items *without replacement* (successive sampling) from
+* **Choice.** User ``u`` draws items *without replacement* (successive sampling: draw,
+  skip repeats) from
 
-  ``p_u(i) = (1 - s) * pi_i + s * softmax_i(t_u . v_i / temperature + log pi_i)``
+  ``p_u(i) = (1 - s) * pi_i + s * softmax_i(t_u . v_i / temperature + gamma * log pi_i)``
 
-  with ``s = taste_strength``: a mixture of plain popularity and the
-  popularity-weighted affinity softmax. Because item tastes are shared inside a
-  cluster, the softmax is sampled exactly in two steps (cluster, then item within the
-  cluster by popularity), so the cost is independent of ``n_items``.
+  with ``s = taste_strength`` and ``gamma = taste_popularity``: a mixture of plain
+  popularity and the planted affinity softmax, inside which popularity still counts
+  with exponent ``gamma`` (0: not at all, 1: fully). Because item tastes are shared
+  inside a cluster, the softmax is sampled exactly in two steps (cluster, then item
+  within the cluster), so the cost per draw does not grow with ``n_items``.
 
+With the defaults, a low-rank model beats the popularity ranking by a margin similar
+to the one seen on MovieLens 100K (roughly 1.8x in precision@10 on a random hold-out).
+
+Everything is driven by one ``numpy.random.default_rng(random_state)`` (the sampling
+kernel gets one 64-bit seed from it and gives each user an independent counter-based
+stream, so the result does not depend on threading): the same arguments give
+bit-identical output.
 Everything is driven by one ``numpy.random.default_rng(random_state)``: the same
 arguments give bit-identical output.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,9 +45,9 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ._kernels._flags import JIT, PJIT
+from .exceptions import WarprecWarning
 
 __all__ = ["PlantedTruth", "make_interactions", "make_ratings"]
-
 
 
 @dataclass(frozen=True)
@@ -56,8 +66,9 @@ class PlantedTruth:
         Cluster of every item.
     item_popularity : numpy.ndarray, shape (n_items,), float64
         Zipf popularity ``pi`` (sums to 1).
-    temperature, taste_strength : float
-        The softmax temperature and the mixture weight ``s``.
+    temperature, taste_strength, taste_popularity : float
+        The softmax temperature, the mixture weight ``s`` and the popularity exponent
+        ``gamma`` inside the taste component.
     """
 
     user_taste: np.ndarray
@@ -67,6 +78,7 @@ class PlantedTruth:
     item_popularity: np.ndarray
     temperature: float
     taste_strength: float
+    taste_popularity: float
 
     @property
     def item_taste(self) -> np.ndarray:
@@ -129,7 +141,7 @@ def _tastes(rng, n: int, rank: int, primary: np.ndarray, p_second: float,
 
 
 def _plant(rng, n_users, n_items, rank, n_clusters, popularity_exponent,
-           temperature, taste_strength) -> PlantedTruth:
+           temperature, taste_strength, taste_popularity) -> PlantedTruth:
     ranks = rng.permutation(n_items) + 1.0
     pop = ranks ** -popularity_exponent
     pop /= pop.sum()
@@ -151,6 +163,7 @@ def _plant(rng, n_users, n_items, rank, n_clusters, popularity_exponent,
         item_popularity=pop,
         temperature=temperature,
         taste_strength=taste_strength,
+        taste_popularity=taste_popularity,
     )
 
 
@@ -158,7 +171,7 @@ def _activity(rng, n_users, total, min_per_user, max_per_user, exponent) -> np.n
     """Per-user interaction counts: min + Pareto-weighted share of the rest, capped."""
     counts = np.full(n_users, min_per_user, dtype=np.int64)
     remaining = total - n_users * min_per_user
-    weights = (1.0 - rng.random(n_users)) ** (-1.0 / exponent)
+    weights = np.minimum((1.0 - rng.random(n_users)) ** (-1.0 / exponent), 1e12)
     room = np.full(n_users, max_per_user - min_per_user, dtype=np.int64)
     while remaining > 0:
         open_ = room > 0
@@ -185,6 +198,7 @@ _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 _S11 = np.uint64(11)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2 ** -53
+_PARALLEL_FROM = 2_000_000            # interactions from which the threaded kernel runs
 
 
 @njit(**JIT)
@@ -211,90 +225,113 @@ def _search_right(cdf, lo, hi, u):
             lo = mid + 1
         else:
             hi = mid
-    return lo if lo < last else last
+    return min(last, lo)
 
 
 @njit(**JIT)
-def _sample_kernel(seed, indptr, user_taste, cluster_taste, log_weight, inv_temperature,
-                   strength, global_cdf, cluster_start, cluster_end, within_cdf,
-                   by_cluster, pop_order, indices):
-    """Fill ``indices[indptr[u]:indptr[u + 1]]`` with distinct sorted items per user.
+def _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight, inv_temperature,
+               strength, global_cdf, cluster_start, cluster_end, within_cdf, by_cluster,
+               pop_order, indices):
+    """Fill ``indices[indptr[u]:indptr[u + 1]]`` with distinct items for user ``u``.
 
     Items are drawn with replacement and repeats are skipped (= successive sampling
-    without replacement). If a user cannot be filled within a generous budget of
-    draws, the remaining slots take the user's most popular items not yet chosen.
-    Returns the number of users that needed that fallback.
+    without replacement). If the user cannot be filled within a generous budget of
+    draws, the remaining slots take the most popular items not yet chosen. Returns 1
+    if that fallback was needed, else 0. The slots are left unsorted.
     """
-    n_users = indptr.shape[0] - 1
     n_clusters = cluster_taste.shape[0]
     rank = cluster_taste.shape[1]
     n_items = global_cdf.shape[0]
+    lo = indptr[u]
+    need = indptr[u + 1] - lo
+    state = _mix64(seed ^ (np.uint64(u) * _GOLDEN))
+    # the user's distribution over clusters: softmax(t_u . c_g / T + log W_g)
+    cdf = np.empty(n_clusters)
+    top = -np.inf
+    for g in range(n_clusters):
+        a = 0.0
+        for d in range(rank):
+            a += user_taste[u, d] * cluster_taste[g, d]
+        cdf[g] = a * inv_temperature + log_weight[g]
+        top = max(top, cdf[g])
+    total = 0.0
+    for g in range(n_clusters):
+        total += np.exp(cdf[g] - top)
+        cdf[g] = total
+    for g in range(n_clusters):
+        cdf[g] /= total
+    cdf[n_clusters - 1] = 1.0
+    # open-addressing hash set of the items chosen so far
+    size = 16
+    while size < 2 * need:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, dtype=np.int64)
+    count = 0
+    budget = 200 * need + 1000
+    draws = 0
+    while count < need and draws < budget:
+        draws += 1
+        state, r = _uniform(state)
+        state, r2 = _uniform(state)
+        if r < strength:
+            g = _search_right(cdf, 0, n_clusters, r2)
+            state, r3 = _uniform(state)
+            item = by_cluster[_search_right(within_cdf, cluster_start[g],
+                                            cluster_end[g], r3)]
+        else:
+            item = pop_order[_search_right(global_cdf, 0, n_items, r2)]
+        h = (item * 0x9E3779B1) & mask
+        while table[h] != -1 and table[h] != item:
+            h = (h + 1) & mask
+        if table[h] == -1:
+            table[h] = item
+            indices[lo + count] = item
+            count += 1
+    if count == need:
+        return 0
+    for item in pop_order:
+        if count == need:
+            break
+        h = (item * 0x9E3779B1) & mask
+        while table[h] != -1 and table[h] != item:
+            h = (h + 1) & mask
+        if table[h] == -1:
+            table[h] = item
+            indices[lo + count] = item
+            count += 1
+    return 1
+
+
+@njit(**JIT)
+def _sample_serial(seed, indptr, user_taste, cluster_taste, log_weight, inv_temperature,
+                   strength, global_cdf, cluster_start, cluster_end, within_cdf,
+                   by_cluster, pop_order, indices):
+    """Run :func:`_fill_user` for every user; returns the number of fallbacks."""
+    fallbacks = 0
+    for u in range(indptr.shape[0] - 1):
+        fallbacks += _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight,
+                                inv_temperature, strength, global_cdf, cluster_start,
+                                cluster_end, within_cdf, by_cluster, pop_order, indices)
+    return fallbacks
+
+
+@njit(**PJIT)
+def _sample_parallel(seed, indptr, user_taste, cluster_taste, log_weight,
+                     inv_temperature, strength, global_cdf, cluster_start, cluster_end,
+                     within_cdf, by_cluster, pop_order, indices):
+    """Same as :func:`_sample_serial` over threads (identical output)."""
+    n_users = indptr.shape[0] - 1
     fallbacks = np.zeros(n_users, dtype=np.int64)
-    for u in range(n_users):
-        lo = indptr[u]
-        need = indptr[u + 1] - lo
-        state = _mix64(seed ^ (np.uint64(u) * _GOLDEN))
-        # the user's distribution over clusters: softmax(t_u . c_g / T + log W_g)
-        cdf = np.empty(n_clusters)
-        top = -np.inf
-        for g in range(n_clusters):
-            a = 0.0
-            for d in range(rank):
-                a += user_taste[u, d] * cluster_taste[g, d]
-            cdf[g] = a * inv_temperature + log_weight[g]
-            top = max(top, cdf[g])
-        total = 0.0
-        for g in range(n_clusters):
-            total += np.exp(cdf[g] - top)
-            cdf[g] = total
-        for g in range(n_clusters):
-            cdf[g] /= total
-        cdf[n_clusters - 1] = 1.0
-        # open-addressing set of chosen items
-        size = 16
-        while size < 2 * need:
-            size *= 2
-        mask = size - 1
-        table = np.full(size, -1, dtype=np.int64)
-        count = 0
-        budget = 200 * need + 1000
-        draws = 0
-        while count < need and draws < budget:
-            draws += 1
-            state, r = _uniform(state)
-            state, r2 = _uniform(state)
-            if r < strength:
-                g = _search_right(cdf, 0, n_clusters, r2)
-                state, r3 = _uniform(state)
-                item = by_cluster[_search_right(within_cdf, cluster_start[g],
-                                                cluster_end[g], r3)]
-            else:
-                item = pop_order[_search_right(global_cdf, 0, n_items, r2)]
-            h = (item * 0x9E3779B1) & mask
-            while table[h] != -1 and table[h] != item:
-                h = (h + 1) & mask
-            if table[h] == -1:
-                table[h] = item
-                indices[lo + count] = item
-                count += 1
-        if count < need:
-            fallbacks[u] = 1
-            for item in pop_order:
-                if count == need:
-                    break
-                h = (item * 0x9E3779B1) & mask
-                while table[h] != -1 and table[h] != item:
-                    h = (h + 1) & mask
-                if table[h] == -1:
-                    table[h] = item
-                    indices[lo + count] = item
-                    count += 1
-        indices[lo:lo + need].sort()
+    for u in prange(n_users):
+        fallbacks[u] = _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight,
+                                  inv_temperature, strength, global_cdf, cluster_start,
+                                  cluster_end, within_cdf, by_cluster, pop_order, indices)
     return fallbacks.sum()
 
 
-def _sample(rng, truth: PlantedTruth, counts: np.ndarray):
-    """CSR ``(indptr, indices)`` with ``counts[u]`` distinct sorted items per user."""
+def _sample(rng, truth: PlantedTruth, counts: np.ndarray) -> sp.csr_matrix:
+    """Binary CSR matrix with ``counts[u]`` distinct items (sorted) in row ``u``."""
     n_items = truth.item_cluster.size
     n_clusters = truth.cluster_taste.shape[0]
     pop = truth.item_popularity
@@ -307,9 +344,12 @@ def _sample(rng, truth: PlantedTruth, counts: np.ndarray):
     sizes = np.bincount(truth.item_cluster, minlength=n_clusters)
     cluster_end = np.cumsum(sizes)
     cluster_start = cluster_end - sizes
-    weight = np.bincount(truth.item_cluster, weights=pop, minlength=n_clusters)
+    # inside the taste component popularity enters as pi ** taste_popularity
+    taste_pop = pop ** truth.taste_popularity
+    taste_pop /= taste_pop.sum()
+    weight = np.bincount(truth.item_cluster, weights=taste_pop, minlength=n_clusters)
     sorted_cluster = truth.item_cluster[by_cluster]
-    within = np.cumsum(pop[by_cluster])
+    within = np.cumsum(taste_pop[by_cluster])
     within -= np.concatenate(([0.0], within))[cluster_start][sorted_cluster]
     within /= weight[sorted_cluster]
     within[cluster_end - 1] = 1.0      # each cluster's segment is a CDF ending at 1
@@ -319,17 +359,30 @@ def _sample(rng, truth: PlantedTruth, counts: np.ndarray):
     index_dtype = np.int32 if n_items < 2**31 else np.int64
     indices = np.empty(int(indptr[-1]), dtype=index_dtype)
     seed = np.uint64(rng.integers(0, 2**63, dtype=np.int64))
-    _sample_kernel(seed, indptr, truth.user_taste.astype(np.float64),
-                   truth.cluster_taste.astype(np.float64), np.log(weight),
-                   1.0 / truth.temperature, truth.taste_strength, global_cdf,
-                   cluster_start.astype(np.int64), cluster_end.astype(np.int64), within,
-                   by_cluster.astype(index_dtype), pop_order.astype(index_dtype), indices)
-    return indptr, indices
+    # The parallel kernel costs a few more seconds to compile (once, then cached), so
+    # small problems use the serial one; both give the same output.
+    kernel = _sample_parallel if indices.size >= _PARALLEL_FROM else _sample_serial
+    n_fallback = kernel(
+        seed, indptr, truth.user_taste, truth.cluster_taste, np.log(weight),
+        1.0 / truth.temperature, truth.taste_strength, global_cdf,
+        cluster_start.astype(np.int64), cluster_end.astype(np.int64), within,
+        by_cluster.astype(index_dtype), pop_order.astype(index_dtype), indices)
+    if n_fallback:
+        warnings.warn(
+            f"{n_fallback} users asked for so many distinct items that random draws could "
+            f"not fill them; their last items are the most popular ones they did not "
+            f"have yet. Lower max_per_user or popularity_exponent to avoid this.",
+            WarprecWarning, stacklevel=4)
+    # sort every user's items (scipy's C++ per-row sort)
+    X = sp.csr_matrix((np.ones(indices.size, dtype=np.float32), indices, indptr),
+                      shape=(counts.size, n_items), copy=False)
+    X.sort_indices()
+    return X
 
 
 def _generate(n_users, n_items, n_interactions, rank, n_clusters, popularity_exponent,
               activity_exponent, min_per_user, max_per_user, taste_strength, temperature,
-              random_state):
+              taste_popularity, random_state):
     n_users = _check_int("n_users", n_users, 1)
     n_items = _check_int("n_items", n_items, 1)
     n_interactions = _check_int("n_interactions", n_interactions, 1)
@@ -343,6 +396,7 @@ def _generate(n_users, n_items, n_interactions, rank, n_clusters, popularity_exp
                                      open_low=True)
     taste_strength = _check_float("taste_strength", taste_strength, 0.0, 1.0)
     temperature = _check_float("temperature", temperature, 0.0, np.inf, open_low=True)
+    taste_popularity = _check_float("taste_popularity", taste_popularity, 0.0, 10.0)
     if max_per_user is None:
         max_per_user = max(min_per_user, n_items // 2)
     max_per_user = min(_check_int("max_per_user", max_per_user, 1), n_items)
@@ -363,19 +417,18 @@ def _generate(n_users, n_items, n_interactions, rank, n_clusters, popularity_exp
 
     rng = np.random.default_rng(random_state)
     truth = _plant(rng, n_users, n_items, rank, n_clusters, popularity_exponent,
-                   temperature, taste_strength)
+                   temperature, taste_strength, taste_popularity)
     counts = _activity(rng, n_users, n_interactions, min_per_user, max_per_user,
                        activity_exponent)
-    indptr, indices = _sample(rng, truth, counts)
-    return truth, indptr, indices, rng
+    return truth, _sample(rng, truth, counts), rng
 
 
 def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: int = 16,
                       n_clusters: int | None = None, popularity_exponent: float = 1.0,
                       activity_exponent: float = 1.8, min_per_user: int = 5,
-                      max_per_user: int | None = None, taste_strength: float = 0.8,
-                      temperature: float = 0.2, random_state=0,
-                      return_truth: bool = False):
+                      max_per_user: int | None = None, taste_strength: float = 0.85,
+                      temperature: float = 0.1, taste_popularity: float = 0.7,
+                      random_state=0, return_truth: bool = False):
     """Synthetic binary user x item interactions with planted low-rank taste.
 
     See the module docstring for the generative model.
@@ -400,10 +453,14 @@ def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: 
         Every user gets at least this many items.
     max_per_user : int, optional
         At most this many items per user; default ``max(min_per_user, n_items // 2)``.
-    taste_strength : float in [0, 1], default 0.8
-        Share of choices driven by the affinity softmax rather than plain popularity.
-    temperature : float > 0, default 0.2
+    taste_strength : float in [0, 1], default 0.85
+        Share of choices driven by the affinity softmax rather than plain popularity
+        (0 gives pure popularity: nothing to learn beyond it).
+    temperature : float > 0, default 0.1
         Softmax temperature; smaller = users stick more tightly to their taste.
+    taste_popularity : float >= 0, default 0.7
+        Exponent of popularity inside the taste softmax (0 = the plain affinity
+        softmax, 1 = popularity fully multiplies the affinity).
     random_state : int, numpy.random.Generator or None, default 0
         Seed for :func:`numpy.random.default_rng`; the global random state is not used.
     return_truth : bool, default False
@@ -426,22 +483,21 @@ def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: 
 
     Notes
     -----
-    Memory is proportional to the output plus ``O(n_users * rank + n_items)``; work is
-    done in blocks of about a million interactions. 50 million interactions take
-    seconds, not minutes.
+    Memory is proportional to the output plus ``O(n_users * rank + n_items)``. The
+    sampling runs in a Numba kernel, threaded from 2 million interactions on (same
+    output whatever the thread count): about 0.1 s for 1 million interactions and
+    10-25 s for 50 million on 2 cores. The first call compiles the kernel (a few
+    seconds; cached on disk afterwards).
     """
-    truth, indptr, indices, _ = _generate(
+    truth, X, _ = _generate(
         n_users, n_items, n_interactions, rank, n_clusters, popularity_exponent,
         activity_exponent, min_per_user, max_per_user, taste_strength, temperature,
-        random_state)
-    data = np.ones(indices.size, dtype=np.float32)
-    X = sp.csr_matrix((data, indices, indptr), shape=(truth.user_taste.shape[0],
-                                                      truth.item_cluster.size))
-    X.has_sorted_indices = True
+        taste_popularity, random_state)
     return (X, truth) if return_truth else X
 
 
 # Rating distributions (share of each value) close to MovieLens latest / 100K.
+_POPULAR_QUALITY = 0.8  # how much item rating biases lean towards popular items
 _HALF_STAR = {0.5: 0.014, 1.0: 0.028, 1.5: 0.018, 2.0: 0.075, 2.5: 0.055, 3.0: 0.199,
               3.5: 0.130, 4.0: 0.266, 4.5: 0.085, 5.0: 0.130}
 _WHOLE_STAR = {1.0: 0.061, 2.0: 0.114, 3.0: 0.271, 4.0: 0.342, 5.0: 0.212}
@@ -450,8 +506,9 @@ _WHOLE_STAR = {1.0: 0.061, 2.0: 0.114, 3.0: 0.271, 4.0: 0.342, 5.0: 0.212}
 def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
                  n_clusters: int | None = None, popularity_exponent: float = 1.0,
                  activity_exponent: float = 1.8, min_per_user: int = 20,
-                 max_per_user: int | None = None, taste_strength: float = 0.8,
-                 temperature: float = 0.2, rating_noise: float = 0.6,
+                 max_per_user: int | None = None, taste_strength: float = 0.85,
+                 temperature: float = 0.1, taste_popularity: float = 0.7,
+                 rating_noise: float = 0.6,
                  half_stars: bool = True, start_time: int = 946684800,
                  random_state=0, return_truth: bool = False):
     """Synthetic explicit ratings in the MovieLens long format, with planted taste.
@@ -459,8 +516,8 @@ def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
     Which items each user rates follows exactly the model of :func:`make_interactions`
     (same arguments, same seed -> same (user, item) pairs). The rating of a pair grows
     with its planted affinity: a score ``z = affinity / std(affinity) + b_u + b_i +
-    rating_noise * N(0, 1)`` (user and item biases ``N(0, 0.4**2)``; item biases lean
-    slightly towards popular items) is turned into stars by its global quantile so that
+    rating_noise * N(0, 1)`` (user and item biases ``N(0, 0.4**2)``; item biases also
+    grow with log-popularity, as popular films are rated higher in MovieLens) is turned into stars by its global quantile so that
     the star histogram matches MovieLens (ML-latest in half stars, ML-100K in whole
     stars).
 
@@ -468,8 +525,9 @@ def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
     ----------
     n_users, n_items, n_ratings : int
         Sizes; exactly ``n_ratings`` rows are produced.
-    rank, n_clusters, popularity_exponent, activity_exponent, max_per_user, \
-taste_strength, temperature
+    rank, n_clusters, popularity_exponent, activity_exponent
+        As in :func:`make_interactions`.
+    max_per_user, taste_strength, temperature, taste_popularity
         As in :func:`make_interactions`.
     min_per_user : int, default 20
         Every user rates at least this many items (as in MovieLens).
@@ -496,23 +554,27 @@ taste_strength, temperature
         Only if ``return_truth``; row/column ``k`` there is id ``k + 1`` here.
     """
     rating_noise = _check_float("rating_noise", rating_noise, 0.0, np.inf)
-    truth, indptr, indices, rng = _generate(
+    truth, X, rng = _generate(
         n_users, n_items, n_ratings, rank, n_clusters, popularity_exponent,
         activity_exponent, min_per_user, max_per_user, taste_strength, temperature,
-        random_state)
+        taste_popularity, random_state)
     n_users = truth.user_taste.shape[0]
+    indptr = X.indptr.astype(np.int64)
     counts = np.diff(indptr)
     rows = np.repeat(np.arange(n_users), counts)
-    cols = indices.astype(np.int64)
+    cols = X.indices.astype(np.int64)
+    del X
     nnz = cols.size
 
-    per_cluster = truth.user_taste @ truth.cluster_taste.T          # (n_users, n_clusters)
-    aff = per_cluster[rows, truth.item_cluster[cols]].astype(np.float64)
+    # float64 so that BLAS differences between machines cannot reorder close scores
+    per_cluster = truth.user_taste.astype(np.float64) @ \
+        truth.cluster_taste.astype(np.float64).T                     # (users, clusters)
+    aff = per_cluster[rows, truth.item_cluster[cols]]
     aff = (aff - aff.mean()) / max(aff.std(), 1e-12)
     user_bias = rng.normal(0.0, 0.4, n_users)
     log_pop = np.log(truth.item_popularity)
     item_bias = rng.normal(0.0, 0.4, truth.item_cluster.size) + \
-        0.15 * (log_pop - log_pop.mean()) / max(log_pop.std(), 1e-12)
+        _POPULAR_QUALITY * (log_pop - log_pop.mean()) / max(log_pop.std(), 1e-12)
     score = aff + user_bias[rows] + item_bias[cols] + rating_noise * rng.standard_normal(nnz)
     table = _HALF_STAR if half_stars else _WHOLE_STAR
     values = np.array(list(table), dtype=np.float64)

@@ -176,7 +176,7 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
     return True
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad, max_norm,
                 buf):
     """One step on ``scale * sum_t grad[t] * f(u, items[t])`` for a list of items.
@@ -256,7 +256,7 @@ def _clip_row(buf, row, max_norm):
                 buf[row, f] *= shrink
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated, neg_cdf, key,
                  counter, items, labels, f_list):
     """Fill the list of an ordinal step: positive ``p``, ``n_rated - 1`` more of the user's
@@ -281,7 +281,7 @@ def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated,
     return m
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
     """k-OS positive: the ``kos_k``-th best scored of ``kos_n`` positives drawn with
     replacement from the user's row. Returns the chosen column position in ``indices``."""
@@ -297,7 +297,7 @@ def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
     return best_pos[order[min(kos_k, n) - 1]]
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, normalize,
                    violators, key, counter):
     """Score every negative of ``u``: a uniformly drawn margin violator, its weight
@@ -327,6 +327,130 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
     j = violators[draw_below(key, counter, count)]
     return (j, score(U, V, b, u, j), rank_loss_weight(table, count, n_neg, top_fraction,
                                                       normalize), rank_loss)
+
+
+@njit(**JIT)
+def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
+                lo, hi, table, top_fraction, normalize, loss_code, exact_rank, max_sampled,
+                kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, stop, stats):
+    """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
+
+    ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
+    meets a non-finite update and makes the others return early. Returns ``False`` on a
+    non-finite update.
+    """
+    n_items = V.shape[0]
+    d = U.shape[1]
+    buf = np.empty((6, d), np.float32)
+    ok = True
+    n_samples = 0
+    n_updates = 0
+    n_trials = 0
+    loss_sum = 0.0
+    rank_loss_sum = 0.0
+    violators = np.empty(n_items if exact_rank else 0, np.int64)
+    list_len = kos_n + max_sampled if loss_code == LOSS_ORDINAL else 0
+    items = np.empty(list_len, np.int64)
+    labels = np.empty(list_len, np.int64)
+    f_list = np.empty(list_len, np.float64)
+    g_list = np.empty(list_len, np.float64)
+    n_labels = 1
+    if loss_code == LOSS_ORDINAL:
+        for q in range(grades.shape[0]):
+            n_labels = max(n_labels, grades[q] + 1)
+    for s in range(lo, hi):
+        if stop[0]:
+            break
+        p = order[s]
+        u = sample_users[p]
+        start = indptr[u]
+        end = indptr[u + 1]
+        n_neg = n_items - (end - start)
+        n_samples += 1
+        if n_neg <= 0:
+            continue
+        key = stream_key(seed, epoch, p)
+        counter = 0
+        if loss_code == LOSS_ORDINAL:
+            m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
+                             max_sampled, neg_cdf, key, counter, items, labels, f_list)
+            value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
+            n_trials += m
+            loss_sum += sample_weight[p] * value
+            if value > 0:
+                if not list_update(U, V, b, GU, GV, Gb, u, items, g_list, m,
+                                   sample_weight[p] * m, lr, reg, adagrad, mnorm, buf):
+                    ok = False
+                    break
+                n_updates += 1
+            continue
+        if kos_n > 1:
+            p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter)
+            counter += kos_n
+        i = indices[p]
+        w = sample_weight[p]
+        f_i = score(U, V, b, u, i)
+        if loss_code == LOSS_BPR:
+            j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+            x = f_i - score(U, V, b, u, j)
+            # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
+            if x >= 0:
+                e = np.exp(-x)
+                g = e / (1.0 + e)
+                loss_sum += w * np.log1p(e)
+            else:
+                e = np.exp(x)
+                g = 1.0 / (1.0 + e)
+                loss_sum += w * (np.log1p(e) - x)
+            n_trials += 1
+            if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, reg,
+                               adagrad, mnorm, buf):
+                ok = False
+                break
+            n_updates += 1
+            continue
+        lw = 0.0
+        rank_loss = 0.0
+        f_j = np.float32(0.0)
+        if exact_rank:
+            j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
+                                              top_fraction, normalize, violators, key,
+                                              counter)
+            n_trials += n_neg
+        else:
+            j = -1
+            for trial in range(1, max_sampled + 1):
+                jj = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+                counter += 1
+                f_jj = score(U, V, b, u, jj)
+                if f_jj + 1.0 > f_i:
+                    j = jj
+                    f_j = f_jj
+                    n_trials += trial
+                    rank = max((n_neg - 1) // trial, 1)
+                    lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
+                    rank_loss = lw
+                    break
+            if j < 0:
+                n_trials += max_sampled
+        if j >= 0:
+            loss_sum += w * lw * (1.0 + f_j - f_i)
+            rank_loss_sum += w * rank_loss
+            if lw > 0:
+                if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,
+                                   reg, adagrad, mnorm, buf):
+                    ok = False
+                n_updates += 1
+        if not ok:
+            break
+    stats[STAT_SAMPLES] = n_samples
+    stats[STAT_UPDATES] = n_updates
+    stats[STAT_TRIALS] = n_trials
+    stats[STAT_LOSS] = loss_sum
+    stats[STAT_RANK_LOSS] = rank_loss_sum
+    if not ok:
+        stop[0] = True
+    return ok
 
 
 @njit(**PJIT)
@@ -389,119 +513,19 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         ``True`` if every update stayed finite; ``False`` if an update would have
         produced NaN/Inf (it was not written and the slice stopped early).
     """
-    n_items = V.shape[0]
-    d = U.shape[1]
     n = order.shape[0]
     per = (n + n_threads - 1) // n_threads
     failed = np.zeros(n_threads, np.bool_)
+    stop = np.zeros(1, np.bool_)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
     mnorm = np.float32(max_norm)
     for t in prange(n_threads):
-        buf = np.empty((6, d), np.float32)
-        lo = t * per
+        lo = min(n, t * per)
         hi = min(n, lo + per)
-        n_samples = 0
-        n_updates = 0
-        n_trials = 0
-        loss_sum = 0.0
-        rank_loss_sum = 0.0
-        violators = np.empty(n_items if exact_rank else 0, np.int64)
-        list_len = kos_n + max_sampled if loss_code == LOSS_ORDINAL else 0
-        items = np.empty(list_len, np.int64)
-        labels = np.empty(list_len, np.int64)
-        f_list = np.empty(list_len, np.float64)
-        g_list = np.empty(list_len, np.float64)
-        n_labels = 1
-        if loss_code == LOSS_ORDINAL:
-            for q in range(grades.shape[0]):
-                n_labels = max(n_labels, grades[q] + 1)
-        for s in range(lo, hi):
-            p = order[s]
-            u = sample_users[p]
-            start = indptr[u]
-            end = indptr[u + 1]
-            n_neg = n_items - (end - start)
-            n_samples += 1
-            if n_neg <= 0:
-                continue
-            key = stream_key(seed, epoch, p)
-            counter = 0
-            if loss_code == LOSS_ORDINAL:
-                m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
-                                 max_sampled, neg_cdf, key, counter, items, labels, f_list)
-                value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
-                n_trials += m
-                loss_sum += sample_weight[p] * value
-                if value > 0:
-                    if not list_update(U, V, b, GU, GV, Gb, u, items, g_list, m,
-                                       sample_weight[p] * m, lr, reg, adagrad, mnorm, buf):
-                        failed[t] = True
-                        break
-                    n_updates += 1
-                continue
-            if kos_n > 1:
-                p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter)
-                counter += kos_n
-            i = indices[p]
-            w = sample_weight[p]
-            f_i = score(U, V, b, u, i)
-            if loss_code == LOSS_BPR:
-                j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
-                x = f_i - score(U, V, b, u, j)
-                # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
-                if x >= 0:
-                    e = np.exp(-x)
-                    g = e / (1.0 + e)
-                    loss_sum += w * np.log1p(e)
-                else:
-                    e = np.exp(x)
-                    g = 1.0 / (1.0 + e)
-                    loss_sum += w * (np.log1p(e) - x)
-                n_trials += 1
-                if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, reg,
-                                   adagrad, mnorm, buf):
-                    failed[t] = True
-                    break
-                n_updates += 1
-                continue
-            lw = 0.0
-            rank_loss = 0.0
-            f_j = np.float32(0.0)
-            if exact_rank:
-                j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
-                                                  top_fraction, normalize, violators, key,
-                                                  counter)
-                n_trials += n_neg
-            else:
-                j = -1
-                for trial in range(1, max_sampled + 1):
-                    jj = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
-                    counter += 1
-                    f_jj = score(U, V, b, u, jj)
-                    if f_jj + 1.0 > f_i:
-                        j = jj
-                        f_j = f_jj
-                        n_trials += trial
-                        rank = max((n_neg - 1) // trial, 1)
-                        lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
-                        rank_loss = lw
-                        break
-                if j < 0:
-                    n_trials += max_sampled
-            if j >= 0:
-                loss_sum += w * lw * (1.0 + f_j - f_i)
-                rank_loss_sum += w * rank_loss
-                if lw > 0:
-                    if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,
-                                       reg, adagrad, mnorm, buf):
-                        failed[t] = True
-                    n_updates += 1
-            if failed[t]:
-                break
-        stats[t, STAT_SAMPLES] = n_samples
-        stats[t, STAT_UPDATES] = n_updates
-        stats[t, STAT_TRIALS] = n_trials
-        stats[t, STAT_LOSS] = loss_sum
-        stats[t, STAT_RANK_LOSS] = rank_loss_sum
+        failed[t] = not train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users,
+                                    sample_weight, grades, order, lo, hi, table, top_fraction,
+                                    normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
+                                    neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, stop,
+                                    stats[t])
     return not failed.any()

@@ -21,21 +21,23 @@ from ._kernels.topk import topk_rows
 
 __all__ = ["topk_items"]
 
-#: Target size in bytes of one block of float32 scores.
-BLOCK_BYTES = 8 * 1024 * 1024
+#: Target size in bytes of one block of float32 scores. Large blocks keep the matmul
+#: efficient (d is small, so BLAS is bound by writing the scores) and amortise the
+#: hand-over between BLAS threads and Numba threads.
+BLOCK_BYTES = 64 * 1024 * 1024
 #: Bounds on the number of users scored per block.
-MIN_BLOCK_ROWS = 64
+MIN_BLOCK_ROWS = 256
 MAX_BLOCK_ROWS = 2048
 
 
-def check_k(k):
+def _check_k(k):
     """Return ``k`` as an int, or raise ValueError unless it is an integer >= 1."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be a positive integer (got {k!r})")
     return int(k)
 
 
-def check_positive_int(value, name):
+def _check_positive_int(value, name):
     """Return ``value`` as an int, or raise ValueError unless it is an integer >= 1."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
             or value < 1:
@@ -52,7 +54,7 @@ def _as_float32_matrix(values, name):
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def as_factor_arrays(user_factors, item_factors, item_biases):
+def _as_factor_arrays(user_factors, item_factors, item_biases):
     """Validate the factors and return them as C-contiguous float32 arrays.
 
     ``item_biases=None`` means all-zero biases.
@@ -85,13 +87,13 @@ def as_factor_arrays(user_factors, item_factors, item_biases):
     return users, items, biases
 
 
-def check_finite(array, name):
+def _check_finite(array, name):
     """Raise ValueError if ``array`` holds NaN or infinite values."""
     if not np.isfinite(array).all():
         raise ValueError(f"{name} contains NaN or infinite values")
 
 
-def as_user_indices(users, n_users):
+def _as_user_indices(users, n_users):
     """Validate a 1-D array of user row indices in ``[0, n_users)`` (returns int64)."""
     array = np.asarray(users)
     if array.ndim != 1:
@@ -107,7 +109,7 @@ def as_user_indices(users, n_users):
     return array.astype(np.int64, copy=False)
 
 
-def as_item_mask(allowed_items, n_items):
+def _as_item_mask(allowed_items, n_items):
     """Validate a boolean item mask of length ``n_items``."""
     mask = np.asarray(allowed_items)
     if mask.dtype != np.bool_:
@@ -118,7 +120,7 @@ def as_item_mask(allowed_items, n_items):
     return mask
 
 
-def as_csr(matrix, shape, name):
+def _as_csr(matrix, shape, name):
     """Return ``matrix`` as canonical CSR (sorted indices, no duplicates).
 
     The input is never modified; a copy is made when it is not already canonical.
@@ -137,26 +139,26 @@ def as_csr(matrix, shape, name):
     return csr
 
 
-def csr_arrays(csr):
+def _csr_arrays(csr):
     """(indptr int64, indices int32) of a CSR matrix, for the kernels."""
     return csr.indptr.astype(np.int64, copy=False), csr.indices.astype(np.int32, copy=False)
 
 
-def empty_csr_arrays(n_rows):
+def _empty_csr_arrays(n_rows):
     """(indptr, indices) of a CSR matrix with ``n_rows`` empty rows."""
     return np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
 
 
-def default_block_rows(n_cols, block_size=None):
+def _default_block_rows(n_cols, block_size=None):
     """Number of users per block: ``block_size`` or about BLOCK_BYTES of scores."""
     if block_size is not None:
-        return check_positive_int(block_size, "block_size")
+        return _check_positive_int(block_size, "block_size")
     rows = BLOCK_BYTES // (4 * max(n_cols, 1))
     return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
 
 
 @contextlib.contextmanager
-def numba_threads(n_threads):
+def _numba_threads(n_threads):
     """Run the body with ``n_threads`` Numba threads, restoring the previous count.
 
     ``None`` means every thread Numba was started with (``NUMBA_NUM_THREADS``).
@@ -165,7 +167,7 @@ def numba_threads(n_threads):
     if n_threads is None:
         wanted = available
     else:
-        wanted = check_positive_int(n_threads, "n_threads")
+        wanted = _check_positive_int(n_threads, "n_threads")
         if wanted > available:
             raise ValueError(
                 f"n_threads must be at most {available}, the number of threads Numba "
@@ -178,13 +180,13 @@ def numba_threads(n_threads):
         numba.set_num_threads(previous)
 
 
-def iter_blocks(n_rows, block_rows):
+def _iter_blocks(n_rows, block_rows):
     """Yield (start, stop) bounds of consecutive row blocks."""
     for start in range(0, n_rows, block_rows):
         yield start, min(start + block_rows, n_rows)
 
 
-def score_block(user_rows, item_factors_t, buffer):
+def _score_block(user_rows, item_factors_t, buffer):
     """Raw scores ``user_rows @ V.T`` (no biases) written into ``buffer[:len(user_rows)]``."""
     block = buffer[: user_rows.shape[0]]
     np.matmul(user_rows, item_factors_t, out=block)
@@ -194,11 +196,11 @@ def score_block(user_rows, item_factors_t, buffer):
 def _exclusion_for(exclude, users, n_users, n_items, columns):
     """CSR arrays of the excluded columns of each requested user, in column space."""
     if exclude is None:
-        return empty_csr_arrays(users.shape[0])
-    rows = as_csr(exclude, (n_users, n_items), "exclude")[users]
+        return _empty_csr_arrays(users.shape[0])
+    rows = _as_csr(exclude, (n_users, n_items), "exclude")[users]
     if columns is not None:
         rows = rows[:, columns].tocsr()
-    return csr_arrays(rows)
+    return _csr_arrays(rows)
 
 
 def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=None,
@@ -229,8 +231,8 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
     allowed_items : array_like of bool, shape (n_items,), optional
         Only items whose mask entry is True may be returned.
     block_size : int, optional
-        Users scored per block. Default: enough users for about 8 MiB of float32
-        scores, clipped to [64, 2048].
+        Users scored per block. Default: enough users for about 64 MiB of float32
+        scores, clipped to [256, 2048].
     n_threads : int, optional
         Numba threads for the selection kernel. Default: all the threads Numba was
         started with. The previous Numba thread count is restored on return.
@@ -256,31 +258,34 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
 
     Notes
     -----
-    A score that evaluates to -inf (float32 overflow) is treated as ineligible.
+    A score that evaluates to -inf or NaN (possible only through float32 overflow,
+    since the factors are checked to be finite) is treated as ineligible.
+    Rows are processed in parallel by Numba threads while BLAS runs the matmul with
+    its own threads, one after the other for each block.
     """
-    user_factors, item_factors, item_biases = as_factor_arrays(
+    user_factors, item_factors, item_biases = _as_factor_arrays(
         user_factors, item_factors, item_biases)
     n_users, n_items = user_factors.shape[0], item_factors.shape[0]
-    users = as_user_indices(users, n_users)
-    k_eff = min(check_k(k), n_items)
-    block_rows = default_block_rows(n_items, block_size)
+    users = _as_user_indices(users, n_users)
+    k_eff = min(_check_k(k), n_items)
+    block_rows = _default_block_rows(n_items, block_size)
     columns = None
     if allowed_items is not None:
-        columns = np.flatnonzero(as_item_mask(allowed_items, n_items)).astype(np.int32)
+        columns = np.flatnonzero(_as_item_mask(allowed_items, n_items)).astype(np.int32)
         item_factors, item_biases = item_factors[columns], item_biases[columns]
     excl_indptr, excl_indices = _exclusion_for(exclude, users, n_users, n_items, columns)
-    check_finite(user_factors[users], "user_factors")
-    check_finite(item_factors, "item_factors")
-    check_finite(item_biases, "item_biases")
+    _check_finite(user_factors[users], "user_factors")
+    _check_finite(item_factors, "item_factors")
+    _check_finite(item_biases, "item_biases")
 
     out_items = np.empty((users.shape[0], k_eff), dtype=np.int32)
     out_scores = np.empty((users.shape[0], k_eff), dtype=np.float32)
     item_factors_t = item_factors.T
     buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
                       dtype=np.float32)
-    with numba_threads(n_threads):
-        for start, stop in iter_blocks(users.shape[0], block_rows):
-            block = score_block(user_factors[users[start:stop]], item_factors_t, buffer)
+    with _numba_threads(n_threads):
+        for start, stop in _iter_blocks(users.shape[0], block_rows):
+            block = _score_block(user_factors[users[start:stop]], item_factors_t, buffer)
             topk_rows(block, item_biases, excl_indptr[start:stop + 1], excl_indices,
                       out_items[start:stop], out_scores[start:stop])
     if columns is not None:

@@ -10,8 +10,9 @@ column is *ineligible* when its score is ``-inf`` (the masking kernels write
 ``-inf`` into the block for excluded columns) or NaN.
 
 The selection keeps a size-k binary heap whose root is the *worst* kept item, so
-one pass over a row costs O(n_items log k) and, once the heap is full, a single
-comparison for every item that does not enter it.
+one pass over a row costs O(n_items log k); once the heap is full the row is read
+in chunks of ``SCAN_CHUNK`` columns whose maximum (a vectorised reduction) is
+compared with the heap's root, so most chunks cost a few SIMD instructions.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import numpy as np
 from numba import njit, prange
 
 from ._flags import JIT, PJIT
+
+#: Columns scanned per chunk once the heap is full (one SIMD max per chunk).
+SCAN_CHUNK = 16
 
 
 @njit(**JIT)
@@ -80,6 +84,37 @@ def sort_heap_best_first(heap_scores, heap_items, size):
 
 
 @njit(**JIT)
+def chunk_best(row_chunk, bias_chunk):
+    """max(row_chunk + bias_chunk) over SCAN_CHUNK entries.
+
+    Indexing views by a plain ``range`` variable (never negative) lets Numba skip
+    the negative-index wraparound, so LLVM vectorises the loop.
+    """
+    best = row_chunk[0] + bias_chunk[0]
+    for offset in range(1, SCAN_CHUNK):
+        best = max(best, row_chunk[offset] + bias_chunk[offset])
+    return best
+
+
+@njit(**JIT)
+def offer_columns(row, biases, start, stop, heap_items, heap_scores):
+    """Push columns ``start:stop`` into a full heap when they beat its root.
+
+    Columns come in increasing index order, so a column tied with the root (which
+    has a lower index) never enters.
+    """
+    capacity = heap_items.shape[0]
+    threshold = heap_scores[0]
+    for col in range(start, stop):
+        score = row[col] + biases[col]
+        if score > threshold:
+            heap_scores[0] = score
+            heap_items[0] = col
+            sift_down(heap_scores, heap_items, 0, capacity)
+            threshold = heap_scores[0]
+
+
+@njit(**JIT)
 def select_topk(row, biases, out_items, out_scores):
     """Best ``len(out_items)`` eligible columns of ``row + biases``, best first.
 
@@ -101,15 +136,13 @@ def select_topk(row, biases, out_items, out_scores):
             size += 1
         col += 1
     if size == capacity and capacity > 0:
-        # Later columns have higher indices, so a tie with the root never enters.
-        threshold = out_scores[0]
-        for later in range(col, n_cols):
-            score = row[later] + biases[later]
-            if score > threshold:
-                out_scores[0] = score
-                out_items[0] = later
-                sift_down(out_scores, out_items, 0, capacity)
-                threshold = out_scores[0]
+        # Skip whole chunks whose best score cannot enter the heap (a vectorised max).
+        while col + SCAN_CHUNK <= n_cols:
+            if chunk_best(row[col:col + SCAN_CHUNK], biases[col:col + SCAN_CHUNK]) \
+                    > out_scores[0]:
+                offer_columns(row, biases, col, col + SCAN_CHUNK, out_items, out_scores)
+            col += SCAN_CHUNK
+        offer_columns(row, biases, col, n_cols, out_items, out_scores)
     sort_heap_best_first(out_scores, out_items, size)
     for slot in range(size, capacity):
         out_items[slot] = -1

@@ -19,6 +19,8 @@ from .exceptions import NotFittedError, WarprecWarning
 
 __all__ = ["FactorRecommender"]
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
 
 class FactorRecommender:
     """Base class of fitted factor models (see :class:`warprec.WARPFactorizer`)."""
@@ -28,6 +30,22 @@ class FactorRecommender:
     def _parameters_finite(self):
         return bool(np.isfinite(self.user_factors_).all() and np.isfinite(self.item_factors_).all()
                     and np.isfinite(self.item_biases_).all())
+
+    def _score_bound(self):
+        """An upper bound on ``|f(u, i)|`` over all pairs: ``d max|U| max|V| + max|b|``.
+
+        Scores are float32; once this bound reaches float32's maximum, some scores may
+        overflow to +-inf (or NaN) even though every parameter is finite.
+        """
+        def max_abs(a):
+            return max(float(a.max()), -float(a.min())) if a.size else 0.0
+
+        return (self.user_factors_.shape[1] * max_abs(self.user_factors_)
+                * max_abs(self.item_factors_) + max_abs(self.item_biases_))
+
+    def _parameters_usable(self):
+        """Finite parameters whose float32 scores cannot overflow."""
+        return self._parameters_finite() and self._score_bound() < _F32_MAX
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self):
@@ -146,7 +164,7 @@ class FactorRecommender:
         self._check_fitted()
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer (got {k!r}).")
-        single = np.ndim(users) == 0
+        single = _is_single(users)
         u = self._user_index(users)
         exclude = None
         if exclude_seen:
@@ -177,7 +195,7 @@ class FactorRecommender:
             u = rows
         index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u, int(k),
                                    exclude=exclude, allowed_items=allowed,
-                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+                                   n_threads=_resolve_threads(self.n_threads if n_threads is None else n_threads))
         out = self._raw_items(index)
         if single:
             return out[0], scores[0]
@@ -195,7 +213,7 @@ class FactorRecommender:
         self._check_fitted()
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer (got {k!r}).")
-        single = np.ndim(items) == 0
+        single = _is_single(items)
         q = self._item_index(items)
         norms = np.linalg.norm(self.item_factors_, axis=1)
         unit = self.item_factors_ / np.where(norms > 0, norms, 1.0)[:, None]
@@ -204,7 +222,7 @@ class FactorRecommender:
                                   shape=(q.size, self.n_items_))
         index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
                                    np.arange(q.size), int(k), exclude=self_mask,
-                                   n_threads=_resolve_threads(n_threads or self.n_threads))
+                                   n_threads=_resolve_threads(self.n_threads if n_threads is None else n_threads))
         out = self._raw_items(index)
         if single:
             return out[0], scores[0]
@@ -236,10 +254,17 @@ class FactorRecommender:
                               WarprecWarning, stacklevel=3)
             known = ~unknown_users
             keep = known & (i >= 0)
-            matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (u[keep], i[keep])),
-                                   shape=(n_users, n_items))
-            matrix.sum_duplicates()
-            matrix.data[:] = 1.0
+            # stored values are gains for graded metrics: the rating/weight column if any
+            # (a duplicated pair keeps its largest value), else 1
+            gain_col = next((c for c in ("rating", "weight") if c in frame.columns), None)
+            gains = (np.ones(len(frame), np.float32) if gain_col is None
+                     else frame[gain_col].to_numpy(dtype=np.float32))
+            uu, ii, gg = u[keep], i[keep], gains[keep]
+            order = np.lexsort((-gg, ii, uu))
+            uu, ii, gg = uu[order], ii[order], gg[order]
+            first = np.ones(uu.size, bool)
+            first[1:] = (uu[1:] != uu[:-1]) | (ii[1:] != ii[:-1])
+            matrix = sp.csr_matrix((gg[first], (uu[first], ii[first])), shape=(n_users, n_items))
             extra = np.zeros(n_users, np.int64)
             unknown_items = known & (i < 0)
             if count_unknown_items and unknown_items.any():
@@ -276,6 +301,16 @@ def _resolve_threads(n_threads):
         warnings.warn(f"n_threads={n} exceeds Numba's thread limit {limit}; using {limit}.",
                       WarprecWarning, stacklevel=3)
     return min(n, limit)
+
+
+def _is_single(ids):
+    """Whether ``ids`` is one id (a scalar) rather than a sequence of ids."""
+    if isinstance(ids, (str, bytes)):
+        return True
+    try:
+        return np.ndim(ids) == 0
+    except ValueError:  # ragged nesting: not a scalar; lookup_ids explains the problem
+        return False
 
 
 def _is_frame(X):

@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ._kernels._flags import JIT, PJIT
+from ._kernels.rng import mix64
 from .exceptions import WarprecWarning
 
 __all__ = ["PlantedTruth", "make_interactions", "make_ratings"]
@@ -191,28 +192,16 @@ def _activity(rng, n_users, total, min_per_user, max_per_user, exponent) -> np.n
 # and one 64-bit seed taken from the user's Generator), so the result does not depend
 # on how users are scheduled over threads.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
 _S11 = np.uint64(11)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2 ** -53
 _PARALLEL_FROM = 2_000_000            # interactions from which the threaded kernel runs
 
 
 @njit(**JIT)
-def _mix64(z):
-    z = (z ^ (z >> _S30)) * _MIX1
-    z = (z ^ (z >> _S27)) * _MIX2
-    return z ^ (z >> _S31)
-
-
-@njit(**JIT)
 def _uniform(state):
     """splitmix64 step: returns (new state, uniform float in [0, 1))."""
     state = state + _GOLDEN
-    return state, np.float64(_mix64(state) >> _S11) * _TO_UNIT
+    return state, np.float64(mix64(state) >> _S11) * _TO_UNIT
 
 
 @njit(**JIT)
@@ -244,7 +233,7 @@ def _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight, inv_tempe
     n_items = global_cdf.shape[0]
     lo = indptr[u]
     need = indptr[u + 1] - lo
-    state = _mix64(seed ^ (np.uint64(u) * _GOLDEN))
+    state = mix64(seed ^ (np.uint64(u) * _GOLDEN))
     # the user's distribution over clusters: softmax(t_u . c_g / T + log W_g)
     cdf = np.empty(n_clusters)
     top = -np.inf

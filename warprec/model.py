@@ -13,16 +13,19 @@ import logging
 import os
 import tempfile
 import time
+import warnings
+import zipfile
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
-from ._base import FactorRecommender, _is_frame, _is_interactions, _resolve_threads
+from ._base import (FactorRecommender, _is_frame, _is_interactions, _resolve_threads,
+                    parallel_section)
 from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import train as _train
-from .exceptions import DivergenceError
+from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
 
 __all__ = ["WARPFactorizer"]
@@ -36,10 +39,11 @@ _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
 _ESTIMATORS = ("sampled", "exact")
 
-#: The documented configuration for the ML-100K benchmark split (d=64): more negative
-#: draws per positive (a sharper rank estimate) and fewer epochs. It reaches NDCG@10 >= 0.30
-#: there (tests/test_quality.py); LightFM 1.17's best on the same split is 0.300.
-TUNED_PARAMS = dict(learning_rate=0.05, alpha=0.015, max_sampled=50, epochs=15)
+#: The documented configuration for the ML-100K benchmark split (d=64, 2 threads): a
+#: lower rate, lighter decay, 30 negative draws per positive (a sharper rank estimate) and
+#: 40 epochs. NDCG@10 0.304-0.307 there over four seeded 2-thread runs
+#: (tests/test_quality.py); LightFM 1.17's best on the same split is 0.300.
+TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.01, max_sampled=30, epochs=40)
 
 
 class WARPFactorizer(FactorRecommender):
@@ -251,22 +255,32 @@ class WARPFactorizer(FactorRecommender):
                 epoch = self.epochs_done_
                 order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
                 tic = time.perf_counter()
-                ok = _train.train_epoch(
-                    self.user_factors_, self.item_factors_, self.item_biases_,
-                    self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
-                    matrix.indptr, matrix.indices, users, weights, grades, order,
-                    weighting.table, weighting.top_fraction, weighting.normalize,
-                    config["loss_code"], config["exact_rank"], config["max_sampled"], config["kos_k"],
-                    config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
-                    float(self.max_norm or 0.0), config["adagrad"], self.seed_, epoch, n_threads, stats)
+                with parallel_section():
+                    ok = _train.train_epoch(
+                        self.user_factors_, self.item_factors_, self.item_biases_,
+                        self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
+                        matrix.indptr, matrix.indices, users, weights, grades, order,
+                        weighting.table, weighting.top_fraction, weighting.normalize,
+                        config["loss_code"], config["exact_rank"], config["max_sampled"], config["kos_k"],
+                        config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
+                        float(self.max_norm or 0.0), config["adagrad"], self.seed_, epoch, n_threads, stats)
                 seconds = time.perf_counter() - tic
-                if not ok or not self._parameters_finite():
+                if not ok or not self._parameters_usable():
+                    what = ("an update would have made the parameters NaN or infinite"
+                            if not ok or not self._parameters_finite() else
+                            "the parameters grew so large that scores overflow float32")
                     raise DivergenceError(
-                        f"Training diverged in epoch {epoch}: an update would have made the "
-                        f"parameters NaN or infinite. The model keeps its last finite "
-                        f"parameters. Lower learning_rate (now {self.learning_rate}), "
-                        f"add alpha regularisation, or use learning_schedule='adagrad'.",
-                        epoch)
+                        f"Training diverged in epoch {epoch}: {what}. The model keeps its "
+                        f"last finite parameters (do not use them for recommendations). "
+                        f"Lower learning_rate (now {self.learning_rate})"
+                        + (", add alpha regularisation" if not self.alpha else "")
+                        + (" or use learning_schedule='adagrad'" if not config["adagrad"]
+                           else "")
+                        + (f"; learning_rate * alpha = {self.learning_rate * self.alpha:.3g}"
+                           " >= 1 makes the weight decay grow the factors: lower alpha"
+                           if self.learning_rate * self.alpha >= 1 else "")
+                        + "; very large init_scale, sample weights or rank weights also "
+                        "cause this.", epoch)
                 info = _epoch_info(epoch, seconds, stats)
                 self.history_.append(info)
                 self.epochs_done_ += 1
@@ -294,8 +308,27 @@ class WARPFactorizer(FactorRecommender):
             if not np.isfinite(value) or value < 0 or (name == "learning_rate" and value == 0):
                 raise ValueError(f"{name} must be finite and "
                                  f"{'> 0' if name == 'learning_rate' else '>= 0'} (got {value}).")
+        for name, choices in (("loss", tuple(_LOSSES)), ("learning_schedule", _SCHEDULES),
+                              ("negative_sampling", _SAMPLING),
+                              ("rank_estimator", _ESTIMATORS)):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be one of {sorted(choices)} "
+                                f"(got {getattr(self, name)!r}).")
         if self.loss not in _LOSSES:
             raise ValueError(f"loss must be one of {sorted(_LOSSES)} (got {self.loss!r}).")
+        if float(self.learning_rate) * float(self.alpha) >= 1.0:
+            warnings.warn(f"learning_rate * alpha = {self.learning_rate * self.alpha:.3g} >= 1: "
+                          "every update multiplies the touched factor rows by 1 - learning_rate"
+                          " * alpha <= 0, which flips their sign instead of shrinking them. "
+                          "Lower alpha (default 0.015) or learning_rate.", WarprecWarning,
+                          stacklevel=4)
+        if self.max_norm is not None:
+            if isinstance(self.max_norm, bool) or not isinstance(
+                    self.max_norm, (int, float, np.floating, np.integer)) or \
+                    not np.isfinite(self.max_norm) or self.max_norm <= 0:
+                raise ValueError(f"max_norm must be None or a finite number > 0 "
+                                 f"(got {self.max_norm!r}).")
+        _check_random_state(self.random_state)
         if self.learning_schedule not in _SCHEDULES:
             raise ValueError(f"learning_schedule must be one of {_SCHEDULES} "
                              f"(got {self.learning_schedule!r}).")
@@ -376,13 +409,20 @@ class WARPFactorizer(FactorRecommender):
                 raise ValueError("sample_weight must have a value at exactly the positions of "
                                  "X's positives (same sparsity pattern).")
         else:
-            w = np.asarray(sample_weight, dtype=np.float64)
+            try:
+                w = np.asarray(sample_weight, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError("sample_weight must be None, 'values', a 1-D array of numbers "
+                                "or a sparse matrix (got a "
+                                f"{type(sample_weight).__name__} that is not numeric).") \
+                    from None
             if w.shape != (matrix.nnz,):
                 raise ValueError(f"sample_weight has shape {w.shape}; expected ({matrix.nnz},), "
                                  "one weight per positive in row-major order.")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError("sample_weight must be finite and >= 0 "
-                             f"({int((~np.isfinite(w) | (w < 0)).sum())} bad value(s)).")
+        bad = ~np.isfinite(w) | (w < 0) | (w > np.finfo(np.float32).max)
+        if bad.any():
+            raise ValueError("sample_weight must be finite and >= 0 (and below 3.4e38, float32) "
+                             f"({int(bad.sum())} bad value(s)).")
         return w.astype(np.float32)
 
     def _grades(self, matrix, config):
@@ -429,9 +469,14 @@ class WARPFactorizer(FactorRecommender):
         folder that replaces ``path`` only once complete.
         """
         self._check_fitted()
-        if not self._parameters_finite():
-            raise ValueError("Refusing to save a model with non-finite parameters.")
+        if not self._parameters_usable():
+            raise ValueError("Refusing to save a model with non-finite parameters (or so large "
+                             "that its scores overflow float32): training diverged. Refit "
+                             "with a lower learning_rate.")
         path = os.fspath(path)
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"Cannot save to {path!r}: it is a directory. Give a file "
+                                    f"name, e.g. {os.path.join(path, 'model.npz')!r}.")
         arrays = dict(
             format_version=np.array(FORMAT_VERSION),
             warprec_version=np.array(__version__),
@@ -448,6 +493,9 @@ class WARPFactorizer(FactorRecommender):
             if ids is not None:
                 arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _encode_ids(ids)
         folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"Cannot save to {path!r}: the folder {folder!r} does not "
+                                    f"exist. Create it first.")
         fd, tmp = tempfile.mkstemp(prefix=".warprec-", suffix=".npz.tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -476,6 +524,10 @@ class WARPFactorizer(FactorRecommender):
         path = os.fspath(path)
         if not os.path.exists(path):
             raise FileNotFoundError(f"No model file at {path!r}.")
+        if os.path.isfile(path) and not zipfile.is_zipfile(path):
+            raise ValueError(f"{path!r} is not a readable warprec model file (those are .npz "
+                             f"archives written by WARPFactorizer.save or `warprec fit`); it "
+                             f"is truncated, or another kind of file.")
         try:
             with np.load(path, allow_pickle=False) as f:
                 data = {key: f[key] for key in f.files}
@@ -484,7 +536,12 @@ class WARPFactorizer(FactorRecommender):
                              f"corrupted?): {exc}") from exc
         if "format_version" not in data or "params" not in data:
             raise ValueError(f"{path!r} is an .npz file but not a warprec model.")
-        version = int(data["format_version"])
+        try:
+            version = int(data["format_version"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path!r} has an unreadable format_version "
+                             f"({data['format_version']!r:.40}); it is not a warprec model "
+                             f"file.") from None
         if version > FORMAT_VERSION:
             raise ValueError(f"{path!r} was written by a newer warprec (model format {version}; "
                              f"this warprec reads up to {FORMAT_VERSION}). Upgrade warprec.")
@@ -505,14 +562,50 @@ class WARPFactorizer(FactorRecommender):
                 shape=(n_users, n_items))
             model.user_ids_ = _decode_ids(data, "user")
             model.item_ids_ = _decode_ids(data, "item")
+            _check_loaded(model)
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
-        if not model._parameters_finite():
-            raise ValueError(f"{path!r} holds non-finite parameters; the file is corrupted.")
+        if not model._parameters_usable():
+            raise ValueError(f"{path!r} holds non-finite parameters (or ones whose scores "
+                             f"overflow float32); the file is corrupted.")
         return model
 
 
 # ---------------------------------------------------------------------- helpers
+def _check_loaded(model):
+    """Raise ValueError unless the arrays read from a model file fit together."""
+    U, V, b = model.user_factors_, model.item_factors_, model.item_biases_
+    if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1] or b.shape != (V.shape[0],):
+        raise ValueError(f"inconsistent factor shapes {U.shape}, {V.shape}, {b.shape}")
+    for name, array, shape in (("user_factors", U, U.shape), ("item_factors", V, V.shape),
+                               ("item_biases", b, b.shape),
+                               ("user_grad_sq", model.user_grad_sq_, U.shape),
+                               ("item_grad_sq", model.item_grad_sq_, V.shape),
+                               ("bias_grad_sq", model.bias_grad_sq_, b.shape)):
+        if array.dtype != np.float32 or array.shape != shape:
+            raise ValueError(f"{name} has dtype {array.dtype} and shape {array.shape}; "
+                             f"expected float32 {shape}")
+    for kind, ids, n in (("user", model.user_ids_, U.shape[0]),
+                         ("item", model.item_ids_, V.shape[0])):
+        if ids is not None and ids.shape != (n,):
+            raise ValueError(f"{kind}_ids has shape {ids.shape}, expected ({n},)")
+    if model.epochs_done_ < 0 or not isinstance(model.history_, list):
+        raise ValueError("bad training state (epochs_done / history)")
+    model.train_matrix_.check_format(full_check=True)
+    if not model.train_matrix_.has_canonical_format:
+        raise ValueError("the training matrix is not in canonical CSR form")
+
+
+def _check_random_state(value):
+    if value is None or isinstance(value, np.random.Generator):
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"random_state must be None, a non-negative integer or a "
+                        f"numpy.random.Generator (got {value!r}).")
+    if value < 0:
+        raise ValueError(f"random_state must be a non-negative integer (got {value}).")
+
+
 def _same(a, b):
     try:
         return bool(a == b) if not isinstance(a, np.ndarray) else False
@@ -539,14 +632,25 @@ def _encode_ids(ids):
         return ids.astype(np.int64), np.array("int")
     if np.issubdtype(ids.dtype, np.floating):
         return ids.astype(np.float64), np.array("float")
-    return np.array([str(v) for v in ids], dtype=str), np.array("str")
+    strings = [str(v) for v in ids]
+    fixed = np.array(strings, dtype=str)
+    if fixed.tolist() != strings:  # numpy's fixed-width strings drop trailing NULs
+        return np.array(json.dumps(strings)), np.array("json")
+    return fixed, np.array("str")
 
 
 def _decode_ids(data, kind):
     if f"{kind}_ids" not in data:
         return None
     ids = data[f"{kind}_ids"]
-    return ids.astype(object) if str(data[f"{kind}_ids_kind"]) == "str" else ids
+    encoding = str(data[f"{kind}_ids_kind"])
+    if encoding == "json":
+        return np.array(json.loads(str(ids)), dtype=object)
+    if encoding == "str":
+        return ids.astype(object)
+    if encoding in ("int", "float"):
+        return ids
+    raise ValueError(f"unknown {kind} id encoding {encoding!r}")
 
 
 def _epoch_info(epoch, seconds, stats):

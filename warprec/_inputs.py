@@ -38,7 +38,10 @@ def as_interaction_matrix(X, name="X"):
             raise TypeError(f"{name} must hold numbers or booleans, not {X.dtype}.")
         if np.issubdtype(X.dtype, np.complexfloating):
             raise TypeError(f"{name} must hold real numbers, not {X.dtype}.")
-        csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        # convert the values before any format change: scipy sums duplicate entries in
+        # the input dtype, which wraps around for small integer types (int8 100 + 100)
+        coo = sp.coo_matrix(X)
+        csr = sp.csr_matrix((coo.data.astype(np.float64), (coo.row, coo.col)), shape=coo.shape)
     elif isinstance(X, np.ndarray):
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D (users x items); got shape {X.shape}.")
@@ -54,12 +57,17 @@ def as_interaction_matrix(X, name="X"):
     bad = ~np.isfinite(csr.data)
     if bad.any():
         raise ValueError(f"{name} holds {int(bad.sum())} NaN or infinite value(s); drop or "
-                         "fill them before fitting (e.g. X.data = np.nan_to_num(X.data)).")
+                         "fill them first (e.g. X.data = np.nan_to_num(X.data)).")
     neg = csr.data < 0
     if neg.any():
         raise ValueError(f"{name} holds {int(neg.sum())} negative value(s); warprec learns from "
                          "positive interactions only. Keep the positives (e.g. "
                          "warprec.data.positives(df, min_rating=4)) or take abs/clip them.")
+    huge = csr.data > np.finfo(np.float32).max
+    if huge.any():
+        raise ValueError(f"{name} holds {int(huge.sum())} value(s) above "
+                         f"{np.finfo(np.float32).max:.3g}, which overflow warprec's float32 "
+                         "storage to infinity; rescale them (e.g. X.data = np.log1p(X.data)).")
     csr.eliminate_zeros()
     csr.sort_indices()
     out = sp.csr_matrix((csr.data.astype(np.float32), csr.indices.astype(np.int32),
@@ -90,21 +98,42 @@ def lookup_ids(raw, index_of, kind, n):
     KeyError
         Some ids were not seen at fit time (the message lists up to five).
     """
-    values = np.atleast_1d(np.asarray(raw, dtype=object if index_of is not None else None))
+    if isinstance(raw, (set, frozenset, dict)) or (
+            hasattr(raw, "keys") and not hasattr(raw, "__array__")):
+        raise TypeError(f"{kind} ids must be a scalar or a 1-D sequence (list, array), not a "
+                        f"{type(raw).__name__}; pass e.g. list(...) of the ids.")
+    try:
+        values = np.atleast_1d(np.asarray(raw, dtype=object if index_of is not None else None))
+    except (ValueError, TypeError):
+        raise ValueError(f"{kind} ids must be a scalar or a flat 1-D sequence of ids; got a "
+                         f"ragged or nested {type(raw).__name__}.") from None
     if values.ndim != 1:
-        raise ValueError(f"{kind} ids must be a scalar or a 1-D sequence; got shape {values.shape}.")
+        raise ValueError(f"{kind} ids must be a scalar or a 1-D sequence; got shape "
+                         f"{values.shape}.")
     if index_of is None:
         if values.size and not np.issubdtype(values.dtype, np.integer):
-            if values.dtype == bool or not all(isinstance(v, numbers.Integral) for v in values):
+            if values.dtype == bool or not all(
+                    isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                    for v in values):
                 raise TypeError(f"This model was fit on a matrix, so {kind}s are row/column "
                                 f"indices: pass integers (got dtype {values.dtype}).")
-        idx = values.astype(np.int64)
-        bad = (idx < 0) | (idx >= n)
+        # indices beyond int64 (e.g. 2**70 or large uint64) are out of range, never
+        # wrapped around: compare before converting
+        if values.dtype == object:
+            bad = np.fromiter((not 0 <= v < n for v in values.tolist()), dtype=bool,
+                              count=values.size)
+        else:
+            bad = (values < 0) | (values >= n)
+        idx = np.where(bad, 0, values).astype(np.int64)
         if bad.any():
-            shown = ", ".join(str(v) for v in idx[bad][:5])
+            shown = ", ".join(str(v) for v in np.asarray(values)[bad][:5])
             raise KeyError(f"{int(bad.sum())} {kind} index(es) out of range [0, {n}): {shown}. "
                            f"The model was fit on a matrix with {n} {kind}s.")
         return idx
+    unhashable = [v for v in values if not _is_hashable(v)]
+    if unhashable:
+        raise TypeError(f"{kind} ids must be scalars (numbers or strings); got "
+                        f"{type(unhashable[0]).__name__} {unhashable[0]!r}.")
     idx = np.fromiter((index_of.get(_hashable(v), -1) for v in values), dtype=np.int64,
                       count=values.size)
     bad = idx < 0
@@ -114,6 +143,14 @@ def lookup_ids(raw, index_of, kind, n):
                        f"warprec has no embedding for unseen {kind}s; refit with data that "
                        f"includes them, or leave them out.")
     return idx
+
+
+def _is_hashable(v):
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 def _hashable(v):

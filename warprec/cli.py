@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -20,6 +21,13 @@ DEMO_DATA = Path(__file__).resolve().parents[1] / "data"
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (the full usage is in ``--help``)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _model_args(parser):
@@ -48,7 +56,7 @@ def _data_args(parser):
 
 def build_parser():
     """The argparse parser of the ``warprec`` command."""
-    parser = argparse.ArgumentParser(prog="warprec", description="WARP recommender.")
+    parser = _Parser(prog="warprec", description="WARP recommender.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fit", help="fit a model on a ratings file and save it")
@@ -115,8 +123,22 @@ def _fit(model, train, out):
     return model
 
 
+def _check_output(path):
+    """Fail before fitting (which may take long) if the model cannot be written there."""
+    target = Path(path)
+    if target.is_dir():
+        raise CLIError(f"-o {path}: is a directory; give a file name, e.g. "
+                       f"{target / 'model.npz'}.")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise CLIError(f"-o {path}: the folder {folder} does not exist; create it first.")
+    if not os.access(folder, os.W_OK):
+        raise CLIError(f"-o {path}: the folder {folder} is not writable.")
+
+
 def cmd_fit(args, out):
     """``warprec fit``: read, keep positives, fit, save."""
+    _check_output(args.output)
     model = _fit(_make_model(args), _read_positives(args.ratings, args), out)
     path = model.save(args.output)
     out.write(f"saved model to {path}\n")
@@ -133,6 +155,8 @@ def _metrics_table(rows, k):
 
 def cmd_evaluate(args, out):
     """``warprec evaluate``: fit (or load) a model, evaluate it and a popularity baseline."""
+    import numpy as np
+
     from .baselines import PopularityRecommender
     from .data import split_random
     from .metrics import evaluate
@@ -148,21 +172,54 @@ def cmd_evaluate(args, out):
             raise CLIError(f"--test-fraction must be in (0, 1) (got {args.test_fraction}).")
         train, test = split_random(data, test_fraction=args.test_fraction,
                                    random_state=args.seed)
+        if len(test) == 0:
+            raise CLIError(f"the random split left no test rows: with --test-fraction "
+                           f"{args.test_fraction} a user needs at least "
+                           f"{int(np.ceil(1 / args.test_fraction - 1e-9))} positives to have "
+                           f"one held out. Pass --test FILE or a larger --test-fraction.")
     if args.model:
         model = WARPFactorizer.load(args.model)
     else:
         model = _fit(_make_model(args), train, out)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # users/items only in test are reported below
+        warnings.simplefilter("ignore")  # users/items only in test: _report_unknown
         rows = [("warprec", evaluate(model, test, train=train, k=args.k)),
                 ("popularity", evaluate(PopularityRecommender().fit(train), test, train=train,
                                         k=args.k))]
+    if rows[0][1]["n_users"] == 0:
+        hint = "are the user ids of the test file the same as in the training file?"
+        known = model.user_ids_
+        if known is not None and len(known) and len(test) and \
+                isinstance(known[0], str) != isinstance(test["user_id"].iloc[0], str):
+            hint = ("the model's user ids are " + ("text" if isinstance(known[0], str) else
+                                                   "numbers") + " but the test file's are "
+                    + ("text" if isinstance(test["user_id"].iloc[0], str) else "numbers")
+                    + "; one non-numeric id makes a whole column text")
+        raise CLIError(f"no test user is known to the model ({hint}), so there is nothing "
+                       f"to evaluate.")
     if args.json:
         out.write(json.dumps({label: m for label, m in rows}, indent=2) + "\n")
     else:
         out.write(f"evaluated on {rows[0][1]['n_users']} test users\n")
         out.write(_metrics_table(rows, args.k))
+    _report_unknown(model, test)
     return 0
+
+
+def _report_unknown(model, test):
+    """Warn (one line each on stderr) about test rows the model cannot score."""
+    if model.user_ids_ is None:
+        return
+    users = test["user_id"].isin(set(model.user_ids_.tolist()))
+    items = test["item_id"].isin(set(model.item_ids_.tolist()))
+    if not users.all():
+        warnings.warn(f"{int((~users).sum())} test rows of "
+                      f"{test.loc[~users, 'user_id'].nunique()} users unseen in training "
+                      "were left out of the evaluation.", stacklevel=2)
+    if not (items | ~users).all():
+        warnings.warn(f"{int((~items & users).sum())} test rows name items unseen in "
+                      "training; they count as relevant items that are never recommended.",
+                      stacklevel=2)
 
 
 def cmd_recommend(args, out):
@@ -190,7 +247,13 @@ def cmd_recommend(args, out):
 
 def _parse_id(text, known):
     """Command-line ids are strings; match the model's id type."""
-    if known is not None and len(known) and not isinstance(known[0], str):
+    if known is None:  # a model fit on a matrix: users are row indices
+        try:
+            return int(text)
+        except ValueError:
+            raise CLIError(f"user {text!r} is not a row index; this model was fit on a "
+                           f"matrix, so users are integers 0..n_users-1.") from None
+    if len(known) and not isinstance(known[0], str):
         try:
             return type(known[0].item() if hasattr(known[0], "item") else known[0])(text)
         except ValueError:
@@ -211,7 +274,7 @@ def cmd_demo(args, out):
     out.write(f"data: {path.name}, {len(frame)} positives (rating >= 4), "
               f"{frame['user_id'].nunique()} users, {frame['item_id'].nunique()} items; "
               f"train {len(train)} / test {len(test)}\n")
-    model = WARPFactorizer(epochs=args.epochs or 30, verbose=True)
+    model = WARPFactorizer(epochs=30 if args.epochs is None else args.epochs, verbose=True)
     _fit(model, train, out)
     rows = [("warprec", evaluate(model, test, train=train, k=10)),
             ("popularity", evaluate(PopularityRecommender().fit(train), test, train=train, k=10))]
@@ -233,21 +296,49 @@ COMMANDS = {"fit": cmd_fit, "evaluate": cmd_evaluate, "recommend": cmd_recommend
             "demo": cmd_demo}
 
 
+def _one_line(exc):
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    message = str(message).strip()
+    return message.splitlines()[0] if message else repr(exc)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Warnings as one line on stderr, without the source location."""
+    text = str(message).strip().splitlines()
+    (file or sys.stderr).write(f"warprec: warning: {text[0] if text else category.__name__}\n")
+
+
 def main(argv=None):
-    """Entry point of the ``warprec`` command; returns the exit code."""
+    """Entry point of the ``warprec`` command; returns the exit code.
+
+    Bad input (including hyperparameters that make training diverge) ends with a
+    one-line message and exit code 2; an unexpected internal error with a one-line
+    message and exit code 1 (set ``WARPREC_DEBUG=1`` to see its traceback).
+    """
+    from .exceptions import DivergenceError
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return COMMANDS[args.command](args, sys.stdout)
-    except (CLIError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
-            KeyError, TypeError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        first = str(message).strip().splitlines()[0] if str(message).strip() else repr(exc)
-        sys.stderr.write(f"warprec {args.command}: error: {first}\n")
+    except (CLIError, OSError, ValueError, KeyError, TypeError, DivergenceError) as exc:
+        # a diverged fit is bad input too: its hyperparameters (the message says which)
+        sys.stderr.write(f"warprec {args.command}: error: {_one_line(exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("warprec: interrupted\n")
         return 130
+    except Exception as exc:  # noqa: BLE001 - never a traceback for the user
+        if os.environ.get("WARPREC_DEBUG"):
+            raise
+        sys.stderr.write(f"warprec {args.command}: internal error: {type(exc).__name__}: "
+                         f"{_one_line(exc)} (set WARPREC_DEBUG=1 for the traceback and "
+                         f"please report it)\n")
+        return 1
+    finally:
+        warnings.showwarning = previous
 
 
 if __name__ == "__main__":

@@ -158,7 +158,32 @@ def _open_bytes(path: Path):
     return open(path, "rb")
 
 
+_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zip")
+_DECOMPRESSION_ERRORS = (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError)
+
+
+def _read_compressed_error(path: Path, exc: Exception) -> ValueError:
+    return ValueError(
+        f"'{path}' could not be decompressed as {path.suffix.lower()[1:]} ({exc}); the file "
+        f"is truncated, corrupted or not compressed. Re-download it, or rename it without "
+        f"the {path.suffix!r} suffix if it is plain text.")
+
+
+def _read_bytes(path: Path, size: int = -1) -> bytes:
+    """The (decompressed) bytes of ``path``, with a clear error for damaged archives."""
+    try:
+        with _open_bytes(path) as fh:
+            return fh.read(size)
+    except _DECOMPRESSION_ERRORS as exc:
+        if path.suffix.lower() not in _COMPRESSED or isinstance(exc, PermissionError):
+            raise
+        raise _read_compressed_error(path, exc) from None
+
+
 def _check_path(path: str | os.PathLike) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"Expected a file path (str or os.PathLike), got "
+                        f"{type(path).__name__}: {path!r:.80}.")
     p = Path(path).expanduser()
     if not p.exists():
         raise FileNotFoundError(f"No such file: '{p}' (resolved to '{p.resolve()}')")
@@ -172,8 +197,7 @@ def _check_path(path: str | os.PathLike) -> Path:
 
 def _sniff_lines(path: Path, encoding: str | None, n_lines: int = 50) -> list[str]:
     """First non-blank lines of a text file, with clear errors for binary/undecodable files."""
-    with _open_bytes(path) as fh:
-        raw = fh.read(_SNIFF_BYTES)
+    raw = _read_bytes(path, _SNIFF_BYTES)
     if not raw.strip():
         raise ValueError(f"'{path}' is empty: there are no ratings to read.")
     if encoding is None and b"\x00" in raw:
@@ -195,7 +219,10 @@ def _sniff_lines(path: Path, encoding: str | None, n_lines: int = 50) -> list[st
     lines = text.lstrip("\ufeff").splitlines()
     if len(raw) == _SNIFF_BYTES and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut in the middle
-    return [ln for ln in lines if ln.strip()][:n_lines]
+    lines = [ln for ln in lines if ln.strip()][:n_lines]
+    if not lines:  # e.g. only a byte order mark
+        raise ValueError(f"'{path}' is empty: there are no ratings to read.")
+    return lines
 
 
 def _decode_error(path, enc, exc) -> ValueError:
@@ -340,6 +367,10 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
             f"right sep=.") from None
     except pd.errors.EmptyDataError:
         raise ValueError(f"'{p}' has no data rows.") from None
+    except _DECOMPRESSION_ERRORS as exc:
+        if p.suffix.lower() not in _COMPRESSED or isinstance(exc, PermissionError):
+            raise
+        raise _read_compressed_error(p, exc) from None
     return _standardize(frame, cols, source=f"'{p}'", header=header)
 
 
@@ -450,7 +481,14 @@ def _find_column(df: pd.DataFrame, role: str, spec, positional: bool, source: st
                 f"{source} has no header and {len(columns)} columns, so which column is "
                 f"which cannot be guessed. Give the 0-based positions, e.g. user_col=0, "
                 f"item_col=1, rating_col=2, timestamp_col=3.")
-        return columns[position] if position < len(columns) else None
+        if position < len(columns):
+            return columns[position]
+        if optional:
+            return None
+        raise KeyError(
+            f"{source} has no header and only {len(columns)} column(s), so it has no "
+            f"{role} column. If the fields are separated by something else, pass sep= "
+            f"(e.g. sep=','); otherwise name the columns with user_col=, item_col=.")
     wanted = _ALIASES[role]
     found = [c for c in columns if _norm_name(c) in wanted]
     if len(found) > 1:
@@ -526,7 +564,13 @@ def _numeric_ratings(col: pd.Series, source: str, header) -> np.ndarray:
             f"{source}: {missing.size} rows have no rating ({_rows(missing, header)}), e.g. "
             f"truncated lines. Fix or drop them (df.dropna(subset=['rating'])), or ignore "
             f"ratings with rating_col=False.")
-    return col.to_numpy(copy=True)
+    values = col.to_numpy(copy=True)
+    infinite = np.flatnonzero(np.isinf(values.astype(np.float64)))
+    if infinite.size:
+        raise ValueError(
+            f"{source}: {infinite.size} rows have an infinite rating ({_rows(infinite, header)})."
+            f" Fix or drop them, or ignore ratings with rating_col=False.")
+    return values
 
 
 def _ids_kind(values: np.ndarray) -> str:
@@ -564,6 +608,10 @@ def _normalize_ids(col: pd.Series, role: str, source: str, header) -> pd.Series:
         raise TypeError(f"{source}: the {role} column is boolean; ids must be integers "
                         f"or strings.")
     if pd.api.types.is_integer_dtype(dtype):
+        if pd.api.types.is_unsigned_integer_dtype(dtype):
+            if len(col) and col.max() > np.iinfo(np.int64).max:
+                raise _huge_ids_error(source, role, name)
+            return col.astype(np.int64)
         return col.copy()
     values = col.to_numpy()
     try:
@@ -580,7 +628,10 @@ def _normalize_ids(col: pd.Series, role: str, source: str, header) -> pd.Series:
             f"strings; to treat every id as a string, convert first with "
             f"df[{name!r}] = df[{name!r}].astype(str).") from None
     if kind == "int":
-        return pd.Series(values.astype(np.int64), name=col.name)
+        try:
+            return pd.Series(values.astype(np.int64), name=col.name)
+        except OverflowError:
+            raise _huge_ids_error(source, role, name) from None
     if kind == "str":
         return col.astype(object)
     fvalues = values.astype(np.float64)
@@ -590,7 +641,20 @@ def _normalize_ids(col: pd.Series, role: str, source: str, header) -> pd.Series:
             f"{source}: the {role} column holds non-integer numbers "
             f"({_show(fvalues[bad])} at {_rows(bad, header)}); ids must be integers or "
             f"strings.")
+    if len(fvalues) and np.abs(fvalues).max() > 2.0**53:
+        # beyond 2**53 a float no longer holds every integer: the id may already be off
+        raise TypeError(
+            f"{source}: the {role} column holds integral floats above 2**53, which are not "
+            f"exact integer ids; read the column as integers or strings (e.g. "
+            f"pd.read_csv(..., dtype={{{name!r}: str}})).")
     return pd.Series(fvalues.astype(np.int64), name=col.name)
+
+
+def _huge_ids_error(source, role, name) -> TypeError:
+    return TypeError(
+        f"{source}: the {role} column holds integers above 2**63 - 1, which do not fit "
+        f"int64 ids; read them as strings instead, e.g. df[{name!r}] = "
+        f"df[{name!r}].astype(str).")
 
 
 def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
@@ -626,8 +690,7 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
         A CSV without recognisable id/title columns.
     """
     p = _check_path(path)
-    with _open_bytes(p) as fh:
-        raw = fh.read()
+    raw = _read_bytes(p)
     if not raw.strip():
         raise ValueError(f"'{p}' is empty: there are no titles to read.")
     if encoding is None and b"\x00" in raw[:_SNIFF_BYTES]:
@@ -646,6 +709,24 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
     text = text.lstrip("\ufeff")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = lines[0]
+    try:
+        ids_s, titles = _parse_titles(p, text, lines, first)
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"Could not parse the titles file '{p}': {str(exc).strip()}. Check "
+                         f"its quoting and number of fields.") from None
+    ids_s = pd.Series(ids_s).astype(str).str.strip()
+    numeric = pd.to_numeric(ids_s, errors="coerce")
+    if numeric.notna().all() and (numeric == np.round(numeric)).all():
+        index = pd.Index(numeric.to_numpy().astype(np.int64), name="item_id")
+    else:
+        index = pd.Index(ids_s.to_numpy(dtype=object), name="item_id")
+    out = pd.Series(np.asarray(titles, dtype=object), index=index, name="title")
+    out = out[~out.index.duplicated(keep="first")]
+    return out.astype(str)
+
+
+def _parse_titles(p, text, lines, first):
+    """(ids, titles) of a titles file in one of the layouts of :func:`read_item_titles`."""
     if "::" in first:
         start = 0 if _is_number(first.split("::")[0]) else 1
         ids, titles = [], []
@@ -661,7 +742,12 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
                             dtype={1: object}, keep_default_na=False, quoting=3)
         ids_s, titles = frame[0], frame[1].tolist()
     else:
-        frame = pd.read_csv(io.StringIO(text), dtype=object, keep_default_na=False)
+        with warnings.catch_warnings():
+            # lines with more fields than the header (an unquoted comma in a title): keep
+            # the id and the title in place instead of shifting the columns
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.StringIO(text), dtype=object, keep_default_na=False,
+                                index_col=False)
         id_col = _find_column(frame, "item_id", None, False, f"'{p}'")
         title_cols = [c for c in frame.columns if _norm_name(c) in ("title", "name",
                                                                   "movietitle", "itemtitle")]
@@ -669,15 +755,7 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
             raise KeyError(f"No title column in '{p}'. Columns found: "
                            f"{_show(list(frame.columns), 20)}; expected 'title'.")
         ids_s, titles = frame[id_col], frame[title_cols[0]].tolist()
-    ids_s = pd.Series(ids_s).astype(str).str.strip()
-    numeric = pd.to_numeric(ids_s, errors="coerce")
-    if numeric.notna().all() and (numeric == np.round(numeric)).all():
-        index = pd.Index(numeric.to_numpy().astype(np.int64), name="item_id")
-    else:
-        index = pd.Index(ids_s.to_numpy(dtype=object), name="item_id")
-    out = pd.Series(np.asarray(titles, dtype=object), index=index, name="title")
-    out = out[~out.index.duplicated(keep="first")]
-    return out.astype(str)
+    return ids_s, titles
 
 
 # --------------------------------------------------------------------------------------
@@ -1329,9 +1407,15 @@ def _lookup(index: pd.Index, raw_ids, what: str) -> np.ndarray:
 def _clean_csr(X) -> sp.csr_matrix:
     """CSR float32 copy with summed duplicates, sorted indices and no explicit zeros."""
     if sp.issparse(X):
-        m = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        # values become float64 before duplicates are summed (int8 100 + 100 wraps)
+        coo = sp.coo_matrix(X)
+        m = sp.csr_matrix((coo.data.astype(np.float64), (coo.row, coo.col)), shape=coo.shape)
     else:
-        arr = np.asarray(X, dtype=np.float64)
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"Expected a 2-D matrix of numbers (scipy.sparse or array-like), "
+                            f"got {type(X).__name__} with non-numeric entries.") from None
         if arr.ndim != 2:
             raise ValueError(f"Expected a 2-D matrix, got shape {arr.shape}.")
         m = sp.csr_matrix(arr)
@@ -1341,6 +1425,9 @@ def _clean_csr(X) -> sp.csr_matrix:
         n_bad = int(np.sum(~np.isfinite(data) | (data < 0)))
         raise ValueError(f"Interaction weights must be finite and >= 0; {n_bad} entries "
                          f"are negative or not finite.")
+    if data.size and data.max() > np.finfo(np.float32).max:
+        raise ValueError(f"Interaction weights above {np.finfo(np.float32).max:.3g} overflow "
+                         f"float32 to infinity; rescale them.")
     m = sp.csr_matrix(m, dtype=np.float32)
     m.eliminate_zeros()
     m.sort_indices()

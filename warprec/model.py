@@ -261,9 +261,10 @@ class WARPFactorizer(FactorRecommender):
                         self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
                         matrix.indptr, matrix.indices, users, weights, grades, order,
                         weighting.table, weighting.top_fraction, weighting.normalize,
-                        config["loss_code"], config["exact_rank"], config["max_sampled"], config["kos_k"],
-                        config["kos_n"], neg_cdf, float(self.learning_rate), float(self.alpha),
-                        float(self.max_norm or 0.0), config["adagrad"], self.seed_, epoch, n_threads, stats)
+                        config["loss_code"], config["exact_rank"], config["max_sampled"],
+                        config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
+                        float(self.alpha), float(self.max_norm or 0.0), config["adagrad"],
+                        self.seed_, epoch, n_threads, stats)
                 seconds = time.perf_counter() - tic
                 if not ok or not self._parameters_usable():
                     what = ("an update would have made the parameters NaN or infinite"

@@ -1,0 +1,285 @@
+"""The command line, run as `python -m warprec ...` in subprocesses: the happy paths, and
+bad paths / formats / flags / ids that must end with one line on stderr and exit code 2,
+never a traceback."""
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+ENV = dict(os.environ, PYTHONWARNINGS="default")
+
+
+def warprec(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "warprec", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=ENV, timeout=timeout)
+
+
+def _ratings_csv(path, n_users=30, n_items=20, seed=0, user_prefix=""):
+    gen = np.random.default_rng(seed)
+    lines = ["userId,movieId,rating,timestamp"]
+    for u in range(n_users):
+        for i in gen.choice(n_items, size=gen.integers(6, 12), replace=False):
+            lines.append(f"{user_prefix}{u + 1},{100 + i},{gen.integers(1, 6)},"
+                         f"{1_000_000 + u * 100 + int(i)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Input files plus a model fitted by `warprec fit` (the first happy path)."""
+    d = tmp_path_factory.mktemp("cli")
+    f = dict(dir=d, ratings=_ratings_csv(d / "ratings.csv"),
+             test=_ratings_csv(d / "test.csv", seed=1),
+             strangers=_ratings_csv(d / "strangers.csv", user_prefix="x"),
+             model=d / "model.npz")
+    (d / "movies.csv").write_text("movieId,title,genres\n" + "".join(
+        f"{100 + i},Film number {i} ({1990 + i}),Drama\n" for i in range(20)))
+    f["titles"] = d / "movies.csv"
+    (d / "binary.csv").write_bytes(bytes(range(256)) * 4)
+    (d / "latin1.csv").write_bytes("user,item\nJos\xe9,1\nAna,2\n".encode("latin-1"))
+    (d / "empty.csv").write_bytes(b"")
+    (d / "nocols.csv").write_text("alpha,beta\n1,2\n3,4\n")
+    (d / "ragged.csv").write_text("user,item,rating\n1,2,3\n4,5,6,7,8\n")
+    (d / "plain.gz").write_text("user,item\n1,2\n")
+    proc = warprec("fit", f["ratings"], "-o", f["model"], "--epochs", 3, "--quiet",
+                   "--factors", 8, "--threads", 1)
+    assert proc.returncode == 0, proc.stderr
+    assert "saved model to" in proc.stdout and f["model"].exists()
+    model = f["model"].read_bytes()
+    (d / "truncated.npz").write_bytes(model[: len(model) // 2])
+    return f
+
+
+def _seen(ratings_path, user):
+    rows = [line.split(",") for line in ratings_path.read_text().splitlines()[1:]]
+    return {int(r[1]) for r in rows if r[0] == str(user)}
+
+
+def test_fit_recommend_evaluate(files):
+    proc = warprec("recommend", files["model"], 1, 2, 3, "-k", 4)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    blocks = proc.stdout.split("user ")[1:]
+    assert len(blocks) == 3
+    for user, block in zip((1, 2, 3), blocks):
+        items = [int(line.split(".")[1].split()[0]) for line in block.splitlines()[1:]]
+        assert len(items) == 4 and not set(items) & _seen(files["ratings"], user)
+    proc = warprec("recommend", files["model"], 1, "-k", 3, "--titles", files["titles"],
+                   "--include-seen")
+    assert proc.returncode == 0 and proc.stdout.count("Film number") == 3, proc.stderr
+    proc = warprec("evaluate", files["ratings"], "--test", files["test"], "-k", 5,
+                   "--epochs", 3, "--quiet", "--factors", 8)
+    assert proc.returncode == 0, proc.stderr
+    assert "warprec" in proc.stdout and "popularity" in proc.stdout
+    assert "ndcg@5" in proc.stdout and "Traceback" not in proc.stderr
+    proc = warprec("evaluate", files["ratings"], "--test", files["test"], "--model",
+                   files["model"], "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result) == {"warprec", "popularity"}
+    assert 0.0 <= result["warprec"]["ndcg@10"] <= 1.0 and result["warprec"]["n_users"] == 30
+
+
+def test_evaluate_random_split_and_tuned(files):
+    proc = warprec("evaluate", files["ratings"], "--min-rating", 3, "--test-fraction", 0.5,
+                   "--tuned", "--epochs", 2, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "evaluated on" in proc.stdout
+
+
+def test_demo_with_few_epochs():
+    proc = warprec("demo", "--epochs", 3)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "NDCG@10 is" in proc.stdout and "top 5 for user" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_and_version_of_each_command():
+    for args in ([], ["fit"], ["evaluate"], ["recommend"], ["demo"]):
+        proc = warprec(*args, "--help")
+        assert proc.returncode == 0 and "usage: warprec" in proc.stdout
+
+
+# ---------------------------------------------------------------------- bad input
+BAD = {
+    # name: (arguments, regex the single stderr line must contain)
+    "fit missing file": (["fit", "{dir}/nope.csv", "-o", "{dir}/m1.npz"], "No such file"),
+    "fit directory": (["fit", "{dir}", "-o", "{dir}/m1.npz"], "directory"),
+    "fit binary file": (["fit", "{dir}/binary.csv", "-o", "{dir}/m1.npz"], "binary"),
+    "fit latin-1 file": (["fit", "{dir}/latin1.csv", "-o", "{dir}/m1.npz"], "encoding"),
+    "fit empty file": (["fit", "{dir}/empty.csv", "-o", "{dir}/m1.npz"], "empty"),
+    "fit unknown columns": (["fit", "{dir}/nocols.csv", "-o", "{dir}/m1.npz"],
+                            "No user_id column"),
+    "fit ragged lines": (["fit", "{dir}/ragged.csv", "-o", "{dir}/m1.npz"],
+                         "different number of fields"),
+    "fit fake gzip": (["fit", "{dir}/plain.gz", "-o", "{dir}/m1.npz"], "decompress"),
+    "fit wrong separator": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--sep", ";"], "sep="),
+    "fit output folder missing": (["fit", "{ratings}", "-o", "{dir}/no/such/m.npz"],
+                                  "does not exist"),
+    "fit output is a directory": (["fit", "{ratings}", "-o", "{dir}"], "is a directory"),
+    "fit min rating too high": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--min-rating",
+                                 "9"], "no rows left"),
+    "fit negative epochs": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--epochs", "-1"],
+                            "epochs"),
+    "fit zero factors": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--factors", "0"],
+                         "n_components"),
+    "fit nan learning rate": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--learning-rate",
+                               "nan"], "learning_rate"),
+    "fit zero threads": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--threads", "0"],
+                         "n_threads"),
+    "fit negative seed": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--seed", "-1"],
+                          "random_state"),
+    "fit unknown weighting": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--rank-weighting",
+                               "bogus"], "rank_weighting"),
+    "fit diverging": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--alpha", "100",
+                       "--learning-rate", "1", "--epochs", "60", "--quiet"], "diverged"),
+    "fit unknown loss": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--loss", "hinge"],
+                         "invalid choice"),
+    "fit non-integer epochs": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--epochs", "x"],
+                               "invalid int value"),
+    "fit unknown flag": (["fit", "{ratings}", "-o", "{dir}/m1.npz", "--bogus"],
+                         "unrecognized arguments"),
+    "fit without output": (["fit", "{ratings}"], "required"),
+    "recommend missing model": (["recommend", "{dir}/nope.npz", "1"], "No model file"),
+    "recommend csv as model": (["recommend", "{ratings}", "1"],
+                               "not a readable warprec model"),
+    "recommend truncated model": (["recommend", "{dir}/truncated.npz", "1"],
+                                  "not a readable warprec model|damaged"),
+    "recommend unknown user": (["recommend", "{model}", "1", "999"], "not seen at fit time"),
+    "recommend text user": (["recommend", "{model}", "abc"], "not a number"),
+    "recommend k zero": (["recommend", "{model}", "1", "-k", "0"],
+                         "-k must be a positive integer"),
+    "recommend k negative": (["recommend", "{model}", "1", "-k", "-4"],
+                             "-k must be a positive integer"),
+    "recommend missing titles": (["recommend", "{model}", "1", "--titles", "{dir}/no.csv"],
+                                 "No such file"),
+    "recommend no users": (["recommend", "{model}"], "required"),
+    "evaluate k zero": (["evaluate", "{ratings}", "-k", "0"], "-k must be a positive integer"),
+    "evaluate bad fraction": (["evaluate", "{ratings}", "--test-fraction", "1.5"],
+                              "test-fraction"),
+    "evaluate missing test": (["evaluate", "{ratings}", "--test", "{dir}/nope.csv"],
+                              "No such file"),
+    "evaluate strangers only": (["evaluate", "{ratings}", "--test", "{strangers}", "--model",
+                                 "{model}"], "no test user is known"),
+    "evaluate csv as model": (["evaluate", "{ratings}", "--model", "{ratings}"],
+                              "not a readable warprec model"),
+    "evaluate empty split": (["evaluate", "{ratings}", "--test-fraction", "0.01", "--epochs",
+                              "1", "--quiet"], "no test rows"),
+    "no command": ([], "required"),
+    "unknown command": (["frobnicate"], "invalid choice"),
+}
+
+
+#: Cases run in a real `python -m warprec` subprocess (about a second each); the others
+#: call warprec.cli.main in-process (same code path after argument parsing) to keep the
+#: suite fast.
+SUBPROCESS = {"fit missing file", "fit binary file", "fit fake gzip", "fit diverging",
+              "fit output folder missing", "fit unknown flag", "fit without output",
+              "recommend csv as model", "recommend truncated model", "recommend unknown user",
+              "recommend k zero", "evaluate strangers only", "evaluate empty split",
+              "no command", "unknown command"}
+
+
+def _arguments(files, name):
+    return [a.format(**{k: str(v) for k, v in files.items()}) for a in BAD[name][0]]
+
+
+@pytest.fixture(scope="module")
+def bad_runs(files):
+    """The SUBPROCESS cases, run in parallel: name -> (exit code, stderr)."""
+    def run(name):
+        proc = warprec(*_arguments(files, name), cwd=files["dir"])
+        return name, (proc.returncode, proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        return dict(pool.map(run, sorted(SUBPROCESS)))
+
+
+def _in_process(files, name, capsys, monkeypatch):
+    from warprec.cli import main
+
+    monkeypatch.chdir(files["dir"])
+    capsys.readouterr()
+    try:
+        code = main(_arguments(files, name))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_gives_one_line_and_exit_code_2(files, bad_runs, name, capsys,
+                                                  monkeypatch):
+    import re
+
+    if name in SUBPROCESS:
+        code, stderr = bad_runs[name]
+    else:
+        code, stderr = _in_process(files, name, capsys, monkeypatch)
+    assert code == 2, (code, stderr[-2000:])
+    assert "Traceback" not in stderr
+    lines = [ln for ln in stderr.splitlines()
+             if ln.strip() and not ln.startswith("warprec: warning:") and "epoch/s" not in ln]
+    assert len(lines) == 1, stderr
+    assert re.match(r"^warprec( \w+)?: error: ", lines[0]), lines[0]
+    assert re.search(BAD[name][1], lines[0]), lines[0]
+    assert len(lines[0]) < 600
+
+
+def test_failed_fits_leave_no_model_file(files, bad_runs):
+    assert not (files["dir"] / "m1.npz").exists()
+    assert not list(files["dir"].glob(".warprec-*"))
+
+
+def test_unexpected_errors_are_one_line_too(files, monkeypatch, capsys):
+    """A bug (here: an injected RuntimeError) is reported in one line with exit code 1;
+    WARPREC_DEBUG=1 re-raises it for the traceback."""
+    import warprec.cli as cli
+
+    def broken(args, out):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setitem(cli.COMMANDS, "recommend", broken)
+    monkeypatch.delenv("WARPREC_DEBUG", raising=False)
+    assert cli.main(["recommend", str(files["model"]), "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: injected failure" in err
+    monkeypatch.setenv("WARPREC_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="injected"):
+        cli.main(["recommend", str(files["model"]), "1"])
+
+
+def test_evaluate_reports_rows_it_cannot_score(files, monkeypatch, capsys):
+    """Test users/items unseen in training: evaluated without them, one warning line each."""
+    from warprec.cli import main
+
+    mixed = files["dir"] / "mixed.csv"
+    mixed.write_text(files["test"].read_text() + "9001,100,5,1\n9002,101,4,1\n1,999,5,1\n")
+    monkeypatch.chdir(files["dir"])
+    assert main(["evaluate", str(files["ratings"]), "--test", str(mixed), "--model",
+                 str(files["model"])]) == 0
+    captured = capsys.readouterr()
+    assert "evaluated on 30 test users" in captured.out
+    lines = captured.err.strip().splitlines()
+    assert lines == ["warprec: warning: 2 test rows of 2 users unseen in training were left "
+                     "out of the evaluation.",
+                     "warprec: warning: 1 test rows name items unseen in training; they "
+                     "count as relevant items that are never recommended."]
+
+
+def test_evaluate_explains_text_versus_number_ids(files, monkeypatch, capsys):
+    from warprec.cli import main
+
+    text_ids = files["dir"] / "text_ids.csv"
+    text_ids.write_text(files["test"].read_text() + "x1,100,5,1\n")
+    monkeypatch.chdir(files["dir"])
+    assert main(["evaluate", str(files["ratings"]), "--test", str(text_ids), "--model",
+                 str(files["model"])]) == 2
+    err = capsys.readouterr().err
+    assert "user ids are numbers but the test file's are text" in err and err.count("\n") == 1

@@ -94,3 +94,15 @@ def test_kernel_rank_loss_equals_seed_error(name, extra):
                       1, stats)
     assert stats[0, train.STAT_RANK_LOSS] == pytest.approx(expected, rel=1e-6)
     np.testing.assert_array_equal(b, scores)  # learning rate 0: scores unchanged
+
+
+@pytest.mark.parametrize("bad", [["a"], [[1.0, 2.0], [1.0]], {"a": 1}])
+def test_non_numeric_weightings_get_a_clear_message(bad):
+    with pytest.raises(ValueError, match="rank_weighting must be a name"):
+        resolve_rank_weighting(bad, 10)
+
+
+@pytest.mark.parametrize("fraction", ["x", 0.0, 1.5, True, None])
+def test_bad_top_fraction(fraction):
+    with pytest.raises(ValueError, match="top_fraction"):
+        resolve_rank_weighting("owpc-top-p", 10, top_fraction=fraction)

@@ -8,18 +8,15 @@ implement ``fit``.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import warnings
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import as_interaction_matrix, check_positive_int, lookup_ids
+from ._inputs import as_interaction_matrix, lookup_ids
 from .exceptions import NotFittedError, WarprecWarning
 
-__all__ = ["FactorRecommender", "parallel_section"]
+__all__ = ["FactorRecommender"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -195,11 +192,9 @@ class FactorRecommender:
         if exclude is not None and rows is not u:
             user_factors = self.user_factors_[u]
             u = rows
-        n_threads = _resolve_threads(self.n_threads if n_threads is None else n_threads)
-        with parallel_section():
-            index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u,
-                                       int(k), exclude=exclude, allowed_items=allowed,
-                                       n_threads=n_threads)
+        index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u,
+                                   int(k), exclude=exclude, allowed_items=allowed,
+                                   n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index)
         if single:
             return out[0], scores[0]
@@ -224,11 +219,9 @@ class FactorRecommender:
         unit = unit.astype(np.float32)
         self_mask = sp.csr_matrix((np.ones(q.size, np.float32), (np.arange(q.size), q)),
                                   shape=(q.size, self.n_items_))
-        n_threads = _resolve_threads(self.n_threads if n_threads is None else n_threads)
-        with parallel_section():
-            index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
-                                       np.arange(q.size), int(k), exclude=self_mask,
-                                       n_threads=n_threads)
+        index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
+                                   np.arange(q.size), int(k), exclude=self_mask,
+                                   n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index)
         if single:
             return out[0], scores[0]
@@ -298,40 +291,6 @@ class FactorRecommender:
 
 
 # ---------------------------------------------------------------------- helpers
-_KERNEL_LOCK = threading.RLock()
-
-
-@contextlib.contextmanager
-def parallel_section():
-    """Run parallel Numba kernels safely when called from several Python threads.
-
-    Numba's ``workqueue`` threading layer (its fallback when neither TBB nor OpenMP is
-    installed) aborts the whole process on concurrent launches, so with it (or before
-    the first launch has chosen a layer) kernel calls are serialised by a lock. The
-    ``omp`` and ``tbb`` layers are thread-safe and run concurrently.
-    """
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run yet: the layer is not chosen
-        layer = None
-    if layer in ("omp", "tbb"):
-        yield
-        return
-    with _KERNEL_LOCK:
-        yield
-
-
-def _resolve_threads(n_threads):
-    limit = numba.config.NUMBA_NUM_THREADS
-    if n_threads is None:
-        return limit
-    n = check_positive_int(n_threads, "n_threads")
-    if n > limit:
-        warnings.warn(f"n_threads={n} exceeds Numba's thread limit {limit}; using {limit}.",
-                      WarprecWarning, stacklevel=3)
-    return min(n, limit)
-
-
 def _is_single(ids):
     """Whether ``ids`` is one id (a scalar) rather than a sequence of ids."""
     if isinstance(ids, (str, bytes)):

@@ -70,9 +70,10 @@ def as_interaction_matrix(X, name="X"):
                          "storage to infinity; rescale them (e.g. X.data = np.log1p(X.data)).")
     csr.eliminate_zeros()
     csr.sort_indices()
-    out = sp.csr_matrix((csr.data.astype(np.float32), csr.indices.astype(np.int32),
-                         csr.indptr.astype(np.int64)), shape=csr.shape)
-    return out
+    # a positive below float32's range stays a positive (it would round to a stored 0)
+    data = np.maximum(csr.data, np.finfo(np.float32).smallest_subnormal).astype(np.float32)
+    return sp.csr_matrix((data, csr.indices.astype(np.int32), csr.indptr.astype(np.int64)),
+                         shape=csr.shape)
 
 
 def lookup_ids(raw, index_of, kind, n):

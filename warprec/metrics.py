@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from ._kernels import metrics as _kmetrics
+from ._threads import kernel_threads
 from .exceptions import WarprecWarning
 from .scoring import (
     _as_csr,
@@ -44,7 +45,6 @@ from .scoring import (
     _default_block_rows,
     _empty_csr_arrays,
     _iter_blocks,
-    _numba_threads,
     _score_block,
 )
 
@@ -404,6 +404,10 @@ def _dcg(gains, form):
         discounts = np.ones_like(positions)
         discounts[1:] = 1.0 / np.log2(positions[1:])
         return float(np.sum(gains * discounts))
+    if form == "exponential" and gains.size and gains.max() >= 1024:
+        raise ValueError(f"gain {gains.max():g} is too large for the exponential DCG form: "
+                         "2**gain overflows float64 for gains >= 1024; use form='linear' or "
+                         "rescale the gains.")
     numerators = np.exp2(gains) - 1.0 if form == "exponential" else gains
     return float(np.sum(numerators / np.log2(positions + 1.0)))
 
@@ -896,7 +900,7 @@ def _per_user_values(user_factors, item_factors, item_biases, test, train, count
     buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
                       dtype=np.float32)
     item_factors_t = item_factors.T
-    with _numba_threads(n_threads):
+    with kernel_threads(n_threads):
         for start, stop in _iter_blocks(users.shape[0], block_rows):
             block = _score_block(user_factors[users[start:stop]], item_factors_t, buffer)
             _kmetrics.evaluate_rows(

@@ -16,13 +16,12 @@ import time
 import warnings
 import zipfile
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
-from ._base import (FactorRecommender, _is_frame, _is_interactions, _resolve_threads,
-                    parallel_section)
+from ._base import FactorRecommender, _is_frame, _is_interactions
+from ._threads import kernel_threads, resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import train as _train
 from .exceptions import DivergenceError, WarprecWarning
@@ -248,52 +247,57 @@ class WARPFactorizer(FactorRecommender):
         grades = self._grades(matrix, config)
         stats = np.zeros((n_threads, _train.N_STATS))
         progress = _progress(config["epochs"], self.verbose)
-        previous = numba.get_num_threads()
-        numba.set_num_threads(n_threads)
         try:
-            for _ in range(config["epochs"]):
-                epoch = self.epochs_done_
-                order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
-                tic = time.perf_counter()
-                with parallel_section():
-                    ok = _train.train_epoch(
-                        self.user_factors_, self.item_factors_, self.item_biases_,
-                        self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
-                        matrix.indptr, matrix.indices, users, weights, grades, order,
-                        weighting.table, weighting.top_fraction, weighting.normalize,
-                        config["loss_code"], config["exact_rank"], config["max_sampled"],
-                        config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
-                        float(self.alpha), float(self.max_norm or 0.0), config["adagrad"],
-                        self.seed_, epoch, n_threads, stats)
-                seconds = time.perf_counter() - tic
-                if not ok or not self._parameters_usable():
-                    what = ("an update would have made the parameters NaN or infinite"
-                            if not ok or not self._parameters_finite() else
-                            "the parameters grew so large that scores overflow float32")
-                    raise DivergenceError(
-                        f"Training diverged in epoch {epoch}: {what}. The model keeps its "
-                        f"last finite parameters (do not use them for recommendations). "
-                        f"Lower learning_rate (now {self.learning_rate})"
-                        + (", add alpha regularisation" if not self.alpha else "")
-                        + (" or use learning_schedule='adagrad'" if not config["adagrad"]
-                           else "")
-                        + (f"; learning_rate * alpha = {self.learning_rate * self.alpha:.3g}"
-                           " >= 1 makes the weight decay grow the factors: lower alpha"
-                           if self.learning_rate * self.alpha >= 1 else "")
-                        + "; very large init_scale, sample weights or rank weights also "
-                        "cause this.", epoch)
-                info = _epoch_info(epoch, seconds, stats)
-                self.history_.append(info)
-                self.epochs_done_ += 1
-                progress.update(1)
-                progress.set_postfix(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
-                log.debug("epoch %d: %s", epoch, info)
-                if callback is not None and callback(self, info) is False:
-                    break
+            with kernel_threads(n_threads):
+                self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, stats,
+                             progress, callback)
         finally:
-            numba.set_num_threads(previous)
             progress.close()
         return self
+
+    def _epochs(self, config, matrix, users, weights, grades, weighting, neg_cdf, stats,
+                progress, callback):
+        """The epoch loop of :meth:`_train` (inside ``kernel_threads``)."""
+        n_threads = config["n_threads"]
+        for _ in range(config["epochs"]):
+            epoch = self.epochs_done_
+            order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
+            tic = time.perf_counter()
+            ok = _train.train_epoch(
+                self.user_factors_, self.item_factors_, self.item_biases_,
+                self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
+                matrix.indptr, matrix.indices, users, weights, grades, order,
+                weighting.table, weighting.top_fraction, weighting.normalize,
+                config["loss_code"], config["exact_rank"], config["max_sampled"],
+                config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
+                float(self.alpha), float(self.max_norm or 0.0), config["adagrad"],
+                self.seed_, epoch, n_threads, stats)
+            seconds = time.perf_counter() - tic
+            if not ok or not self._parameters_usable():
+                what = ("an update would have made the parameters NaN or infinite"
+                        if not ok or not self._parameters_finite() else
+                        "the parameters grew so large that scores overflow float32")
+                raise DivergenceError(
+                    f"Training diverged in epoch {epoch}: {what}. The model keeps its "
+                    f"last finite parameters (do not use them for recommendations). "
+                    f"Lower learning_rate (now {self.learning_rate})"
+                    + (", add alpha regularisation" if not self.alpha else "")
+                    + (" or use learning_schedule='adagrad'" if not config["adagrad"]
+                       else "")
+                    + (f"; learning_rate * alpha = {self.learning_rate * self.alpha:.3g}"
+                       " >= 1 makes the weight decay grow the factors: lower alpha"
+                       if self.learning_rate * self.alpha >= 1 else "")
+                    + "; very large init_scale, sample weights or rank weights also "
+                    "cause this.", epoch)
+            info = _epoch_info(epoch, seconds, stats)
+            self.history_.append(info)
+            self.epochs_done_ += 1
+            progress.update(1)
+            progress.set_postfix(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
+            log.debug("epoch %d: %s", epoch, info)
+            if callback is not None and callback(self, info) is False:
+                break
+
 
     def _check_params(self):
         d = check_positive_int(self.n_components, "n_components")
@@ -357,7 +361,7 @@ class WARPFactorizer(FactorRecommender):
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
-                    n_threads=_resolve_threads(self.n_threads))
+                    n_threads=resolve_threads(self.n_threads))
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input)."""

@@ -10,14 +10,14 @@ control) are shared with :mod:`warprec.metrics`.
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ._inputs import as_interaction_matrix
 from ._kernels.topk import topk_rows
+from ._threads import kernel_threads
 
 __all__ = ["topk_items"]
 
@@ -121,9 +121,10 @@ def _as_item_mask(allowed_items, n_items):
 
 
 def _as_csr(matrix, shape, name):
-    """Return ``matrix`` as canonical CSR (sorted indices, no duplicates).
+    """Return ``matrix`` as canonical CSR (see :func:`warprec._inputs.as_interaction_matrix`:
+    duplicates summed in float64, stored zeros dropped, NaN/negative values rejected).
 
-    The input is never modified; a copy is made when it is not already canonical.
+    The input is never modified.
     """
     if not sp.issparse(matrix):
         raise TypeError(
@@ -132,11 +133,11 @@ def _as_csr(matrix, shape, name):
         raise ValueError(
             f"{name} must have shape {tuple(shape)} (n_users x n_items) "
             f"(got {matrix.shape})")
-    csr = sp.csr_matrix(matrix)
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()
-    return csr
+    values = sp.coo_matrix(matrix).data
+    if np.issubdtype(values.dtype, np.number) and np.any(values < 0):
+        raise ValueError(f"{name} must hold non-negative gains (relevance values); it holds "
+                         f"{int((values < 0).sum())} negative value(s).")
+    return as_interaction_matrix(matrix, name)
 
 
 def _csr_arrays(csr):
@@ -155,29 +156,6 @@ def _default_block_rows(n_cols, block_size=None):
         return _check_positive_int(block_size, "block_size")
     rows = BLOCK_BYTES // (4 * max(n_cols, 1))
     return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
-
-
-@contextlib.contextmanager
-def _numba_threads(n_threads):
-    """Run the body with ``n_threads`` Numba threads, restoring the previous count.
-
-    ``None`` means every thread Numba was started with (``NUMBA_NUM_THREADS``).
-    """
-    available = numba.config.NUMBA_NUM_THREADS
-    if n_threads is None:
-        wanted = available
-    else:
-        wanted = _check_positive_int(n_threads, "n_threads")
-        if wanted > available:
-            raise ValueError(
-                f"n_threads must be at most {available}, the number of threads Numba "
-                f"was started with (got {wanted}); set NUMBA_NUM_THREADS to use more")
-    previous = numba.get_num_threads()
-    numba.set_num_threads(wanted)
-    try:
-        yield wanted
-    finally:
-        numba.set_num_threads(previous)
 
 
 def _iter_blocks(n_rows, block_rows):
@@ -283,7 +261,7 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
     item_factors_t = item_factors.T
     buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
                       dtype=np.float32)
-    with _numba_threads(n_threads):
+    with kernel_threads(n_threads):
         for start, stop in _iter_blocks(users.shape[0], block_rows):
             block = _score_block(user_factors[users[start:stop]], item_factors_t, buffer)
             topk_rows(block, item_biases, excl_indptr[start:stop + 1], excl_indices,

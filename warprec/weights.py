@@ -147,14 +147,19 @@ def resolve_rank_weighting(rank_weighting, n_max, *, k=None, top_fraction=None) 
         if name == "owpc-harmonic":
             return RankWeighting(_harmonic(n_max), 1.0, True)
         if name == "owpc-top-p":
-            if top_fraction is None or not (0.0 < float(top_fraction) <= 1.0):
+            if not _is_fraction(top_fraction):
                 raise ValueError("rank_weighting='owpc-top-p' needs top_fraction in (0, 1] "
                                  f"(got {top_fraction!r}), e.g. top_fraction=0.1 for the top 10%.")
             return RankWeighting(np.arange(n_max + 1, dtype=np.float64), float(top_fraction), True)
         raise ValueError(f"Unknown rank_weighting {rank_weighting!r}; choose one of "
                          f"{', '.join(WEIGHTING_NAMES)}, 'precision@<k>', or pass an array of "
                          "non-increasing non-negative tau_j.")
-    tau = np.asarray(rank_weighting, dtype=np.float64)
+    try:
+        tau = np.asarray(rank_weighting, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("rank_weighting must be a name (e.g. 'harmonic') or a flat 1-D array "
+                         f"of numbers tau_j; got {type(rank_weighting).__name__} "
+                         f"{str(rank_weighting)[:60]}.") from None
     if tau.ndim != 1 or tau.size == 0:
         raise ValueError(f"rank_weighting array must be 1-D and non-empty (got shape {tau.shape}).")
     if not np.all(np.isfinite(tau)) or np.any(tau < 0):
@@ -167,6 +172,14 @@ def resolve_rank_weighting(rank_weighting, n_max, *, k=None, top_fraction=None) 
     table = np.zeros(n_max + 1)
     table[1:] = np.cumsum(full)
     return RankWeighting(table)
+
+
+def _is_fraction(value):
+    """Whether ``value`` is a real number in (0, 1]."""
+    try:
+        return not isinstance(value, (bool, str)) and 0.0 < float(value) <= 1.0
+    except (TypeError, ValueError):
+        return False
 
 
 def _check_k(k):

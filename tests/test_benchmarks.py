@@ -1,0 +1,138 @@
+"""Smoke test of the benchmark script (benchmarks/run.py --quick): it runs end to end and
+writes well-formed results.json / results.md / quality_vs_time.png. No timing assertions.
+
+The warprec parts run whatever is installed; the checks of the LightFM and implicit rows
+skip when those optional packages (the ``bench`` extra) are missing.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "benchmarks" / "run.py"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _run(args, out, prelude=None):
+    if prelude:
+        # run the script in-process after ``prelude`` (e.g. hiding a package)
+        code = (f"{prelude}\nimport runpy, sys\nsys.argv = {[str(RUN)] + args!r}\n"
+                f"runpy.run_path({str(RUN)!r}, run_name='__main__')")
+        cmd = [sys.executable, "-c", code]
+    else:
+        cmd = [sys.executable, str(RUN)] + args
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, MPLBACKEND="Agg"))
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    results = json.loads((out / "results.json").read_text())
+    return results, proc
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    results, proc = _run(["--quick", "--out", str(out)], out)
+    return out, results, proc
+
+
+def _finite(x):
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _training_sections(results):
+    return [results[k] for k in ("ml100k", "synthetic")
+            if k in results and results[k].get("status") == "ok"]
+
+
+def test_outputs_exist_and_are_well_formed(quick):
+    out, results, _ = quick
+    for key in ("meta", "targets", "synthetic", "scaling", "evaluate", "recommend", "compile"):
+        assert key in results, key
+    assert results["meta"]["quick"] is True
+    assert results["compile"]["status"].startswith("skipped")
+    for t in results["targets"]:
+        assert set(t) >= {"target", "goal", "measured", "met", "detail"}
+        assert t["met"] in (True, False, None)
+
+    md = (out / "results.md").read_text()
+    assert md.startswith("# warprec benchmark results")
+    for heading in ("## Targets", "## Synthetic set", "## Thread scaling", "## Evaluation speed",
+                    "## recommend speed"):
+        assert heading in md
+    table = [line for line in md.splitlines() if line.startswith("| target |")]
+    assert table, "targets table missing"
+
+    png = (out / "quality_vs_time.png").read_bytes()
+    assert png[:8] == PNG_SIGNATURE and len(png) > 5_000
+    import matplotlib.image
+
+    image = matplotlib.image.imread(out / "quality_vs_time.png")
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+
+
+def test_warprec_rows(quick):
+    _, results, _ = quick
+    sections = _training_sections(results)
+    assert sections, "no training section ran"
+    for sec in sections:
+        rows = [r for r in sec["summary"] if r["library"] == "warprec"]
+        assert {r["config"] for r in rows} >= {"warprec defaults", "warprec tuned"}
+        for r in rows:
+            assert r["status"] == "ok", r
+            assert _finite(r["seconds_per_epoch"]) and r["seconds_per_epoch"] > 0
+            assert _finite(r["positives_per_second"]) and r["positives_per_second"] > 0
+            assert _finite(r["mean_trials"]) and r["mean_trials"] >= 1
+            assert 0 <= r["ndcg"] <= 1 and 0 <= r["recall"] <= 1
+            assert r["breakdown"]["kernel_seconds"] > 0
+        for run in sec["runs"]:
+            if run["library"] == "warprec":
+                epochs = [p["epoch"] for p in run["curve"]]
+                seconds = [p["seconds"] for p in run["curve"]]
+                assert epochs == sorted(epochs) and epochs[-1] == run["epochs"]
+                assert seconds == sorted(seconds)
+    assert results["scaling"]["ratio_median"] > 0
+    assert results["evaluate"]["runs"]["warprec"]
+    assert results["recommend"]["warprec_users_per_second"] > 0
+    if "ml100k" in results and results["ml100k"].get("status") == "ok":
+        d = results["ml100k"]["dataset"]
+        assert (d["n_train"], d["n_test"]) == (44_679, 10_696)
+
+
+def test_competitor_rows(quick):
+    pytest.importorskip("lightfm")
+    pytest.importorskip("implicit")
+    _, results, _ = quick
+    for sec in _training_sections(results):
+        libs = {r["library"]: r for r in sec["summary"]}
+        for lib in ("lightfm", "implicit"):
+            assert libs[lib]["status"] == "ok", libs[lib]
+            assert 0 <= libs[lib]["ndcg"] <= 1
+        assert any(c["status"] == "ok" and _finite(c["speedup_steady"])
+                   for c in sec["comparisons"])
+    ev = results["evaluate"]
+    assert _finite(ev["speedup_vs_implicit"])
+    # same factors, same protocol -> both report the same NDCG@10 for these random data
+    w = min(ev["runs"]["warprec"], key=lambda r: r["seconds"])["metrics"]["ndcg@10"]
+    i = min(ev["runs"]["implicit_blas1"], key=lambda r: r["seconds"])["metrics"]["ndcg"]
+    assert w == pytest.approx(i, abs=1e-6)
+    assert results["recommend"]["top_k_agreement_with_implicit"] > 0.99
+
+
+def test_missing_competitors_are_reported_not_fatal(tmp_path):
+    hide = "import sys\nsys.modules['lightfm'] = None\nsys.modules['implicit'] = None"
+    results, _ = _run(["--quick", "--only", "synthetic", "--only", "evaluate",
+                       "--out", str(tmp_path)], tmp_path, prelude=hide)
+    rows = {r["library"]: r for r in results["synthetic"]["summary"]}
+    assert rows["warprec"]["status"] == "ok"
+    assert rows["lightfm"]["status"] == "not installed"
+    assert rows["implicit"]["status"] == "not installed"
+    assert results["evaluate"]["implicit"] == "not installed"
+    assert results["evaluate"]["runs"]["warprec"]
+    assert "not installed" in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "quality_vs_time.png").read_bytes()[:8] == PNG_SIGNATURE

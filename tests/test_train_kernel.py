@@ -50,14 +50,16 @@ def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
     return X, U, V, b, gen
 
 
-@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm", [
-    (train.LOSS_WARP, True, 0.0, 0.0),
-    (train.LOSS_WARP, False, 0.05, 0.0),
-    (train.LOSS_WARP, True, 0.02, 0.8),
-    (train.LOSS_BPR, True, 0.01, 0.0),
-    (train.LOSS_BPR, False, 0.0, 0.0),
+@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch", [
+    (train.LOSS_WARP, True, 0.0, 0.0, False),
+    (train.LOSS_WARP, True, 0.0, 0.0, True),
+    (train.LOSS_WARP, False, 0.05, 0.0, False),
+    (train.LOSS_WARP, True, 0.02, 0.8, True),
+    (train.LOSS_BPR, True, 0.01, 0.0, False),
+    (train.LOSS_BPR, False, 0.0, 0.0, True),
 ])
-def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm):
+def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefetch):
+    """Prefetching is only a hint: with or without it the kernel follows the reference."""
     X, U, V, b, gen = _problem(7)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
@@ -69,7 +71,7 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm):
     ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights,
                            np.zeros(0, np.int64), order,
                            table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0), 0.1, alpha,
-                           max_norm, adagrad, 1234, 3, 1, stats)
+                           max_norm, adagrad, 1234, 3, 1, prefetch, stats)
     assert ok
     naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=5,
                      adagrad=adagrad, seed=1234, epoch=3,
@@ -90,7 +92,7 @@ def test_kernel_refuses_non_finite_updates():
     ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                            np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
                            train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
-                           np.zeros((1, train.N_STATS)))
+                           False, np.zeros((1, train.N_STATS)))
     assert not ok
     for p, q in zip(params, before):
         assert np.isfinite(p).all() or np.array_equal(p, q)
@@ -117,7 +119,7 @@ def test_exact_rank_mode_counts_every_violator():
     train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                       np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
                       train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, False, 1, 0,
-                      1, stats)
+                      1, False, stats)
     scores = U @ V.T + b
     expected = 0.0
     for u in range(X.shape[0]):

@@ -91,7 +91,7 @@ def test_kernel_rank_loss_equals_seed_error(name, extra):
                       np.full(3, 1 / 3, np.float32), np.zeros(0, np.int64), np.arange(3),
                       weighting.table, weighting.top_fraction, weighting.normalize,
                       train.LOSS_WARP, True, 10, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, True, 0, 0,
-                      1, stats)
+                      1, False, stats)
     assert stats[0, train.STAT_RANK_LOSS] == pytest.approx(expected, rel=1e-6)
     np.testing.assert_array_equal(b, scores)  # learning rate 0: scores unchanged
 

@@ -36,6 +36,9 @@ _LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train
            "ordinal": _train.LOSS_ORDINAL}
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
+#: Factor + Adagrad bytes above which the kernel prefetches rows (about an L2 cache's worth
+#: of parameters per core plus the shared L3's; below it the rows stay cached anyway).
+PREFETCH_ABOVE_BYTES = 8 * 2**20
 _ESTIMATORS = ("sampled", "exact")
 
 #: The documented configuration for the ML-100K benchmark split (d=64, 2 threads): a
@@ -259,6 +262,8 @@ class WARPFactorizer(FactorRecommender):
                 progress, callback):
         """The epoch loop of :meth:`_train` (inside ``kernel_threads``)."""
         n_threads = config["n_threads"]
+        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
+        prefetch_rows = parameter_bytes > PREFETCH_ABOVE_BYTES
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
             order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
@@ -271,7 +276,7 @@ class WARPFactorizer(FactorRecommender):
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
                 config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
                 float(self.alpha), float(self.max_norm or 0.0), config["adagrad"],
-                self.seed_, epoch, n_threads, stats)
+                self.seed_, epoch, n_threads, prefetch_rows, stats)
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
                 what = ("an update would have made the parameters NaN or infinite"

@@ -18,6 +18,7 @@ from numba import njit, prange
 
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, PJIT
+from .prefetch import prefetch, prefetch_row
 from .rng import draw_below, draw_unit, stream_key
 
 LOSS_WARP = 0
@@ -329,10 +330,48 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
                                                       normalize), rank_loss)
 
 
+#: How many samples ahead the row prefetches of :func:`prefetch_ahead` reach.
+SAMPLES_AHEAD = 4
+#: How many negative candidates ahead of the current trial are drawn and prefetched.
+CANDIDATES_AHEAD = 2
+
+
+@njit(inline="always", **JIT)
+def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight, order, s,
+                   hi):
+    """Ask for the memory later samples of this slice will read (a staged pipeline).
+
+    Sample ``s + 2 * SAMPLES_AHEAD``: its user and item ids; sample ``s + SAMPLES_AHEAD``:
+    its user's CSR bounds, user and positive-item rows (with their Adagrad rows); sample
+    ``s + 1``: the user's positives list, used to draw negatives.
+    """
+    far = s + 2 * SAMPLES_AHEAD
+    if far < hi:
+        p = order[far]
+        prefetch(sample_users, p)
+        prefetch(indices, p)
+        prefetch(sample_weight, p)
+    mid = s + SAMPLES_AHEAD
+    if mid < hi:
+        p = order[mid]
+        u = sample_users[p]
+        i = indices[p]
+        prefetch(indptr, u)
+        prefetch_row(U, u)
+        prefetch_row(GU, u)
+        prefetch_row(V, i)
+        prefetch_row(GV, i)
+        prefetch(b, i)
+    near = s + 1
+    if near < hi:
+        prefetch(indices, indptr[sample_users[order[near]]])
+
+
 @njit(**JIT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 lo, hi, table, top_fraction, normalize, loss_code, exact_rank, max_sampled,
-                kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, stop, stats):
+                kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows,
+                stop, stats):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
@@ -349,6 +388,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     loss_sum = 0.0
     rank_loss_sum = 0.0
     violators = np.empty(n_items if exact_rank else 0, np.int64)
+    candidates = np.empty(max_sampled, np.int64)
     list_len = kos_n + max_sampled if loss_code == LOSS_ORDINAL else 0
     items = np.empty(list_len, np.int64)
     labels = np.empty(list_len, np.int64)
@@ -361,6 +401,9 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     for s in range(lo, hi):
         if stop[0]:
             break
+        if prefetch_rows:
+            prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
+                           order, s, hi)
         p = order[s]
         u = sample_users[p]
         start = indptr[u]
@@ -419,9 +462,19 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             n_trials += n_neg
         else:
             j = -1
+            drawn = 0
             for trial in range(1, max_sampled + 1):
-                jj = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
-                counter += 1
+                # draw candidates a few trials ahead so their rows arrive in time
+                while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
+                    c = draw_negative(indices, start, end, n_items, neg_cdf, key,
+                                      counter + drawn)
+                    candidates[drawn] = c
+                    if prefetch_rows:
+                        prefetch_row(V, c)
+                        prefetch_row(GV, c)
+                        prefetch(b, c)
+                    drawn += 1
+                jj = candidates[trial - 1]
                 f_jj = score(U, V, b, u, jj)
                 if f_jj + 1.0 > f_i:
                     j = jj
@@ -456,7 +509,8 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
 @njit(**PJIT)
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
-                neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, stats):
+                neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
+                prefetch_rows, stats):
     """Run one epoch of Hogwild SGD over ``order``.
 
     Parameters
@@ -502,6 +556,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         Random stream keys.
     n_threads : int
         Number of contiguous slices of ``order`` (one per thread).
+    prefetch_rows : bool
+        Prefetch the rows of upcoming samples and negative candidates. It pays off when
+        the parameters do not fit in cache (random row reads then wait on memory) and
+        costs a little when they do.
     stats : float64 array (n_threads, N_STATS)
         Filled with per-slice sums: samples, updates, negatives scored, surrogate loss
         (weighted hinge, or BPR's log loss) and rank loss ``w * Phi_n(rank)`` (exact
@@ -526,6 +584,6 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         failed[t] = not train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users,
                                     sample_weight, grades, order, lo, hi, table, top_fraction,
                                     normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
-                                    neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, stop,
-                                    stats[t])
+                                    neg_cdf, lr, reg, mnorm, adagrad, seed, epoch,
+                                    prefetch_rows, stop, stats[t])
     return not failed.any()

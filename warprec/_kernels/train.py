@@ -367,6 +367,36 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         prefetch(indices, indptr[sample_users[order[near]]])
 
 
+@njit(inline="always", **JIT)
+def first_violator(U, V, b, GV, indices, start, end, u, f_i, max_sampled, neg_cdf, key,
+                   counter, candidates, prefetch_rows):
+    """Draw negatives until one violates the margin, ``1 + f(u, j) > f(u, i)``.
+
+    Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N``, or
+    ``(-1, 0, max_sampled)``. With ``prefetch_rows`` the candidates are drawn
+    ``CANDIDATES_AHEAD`` draws early (the same draws: they do not depend on scores) and
+    their rows prefetched, so memory latency overlaps the scoring of earlier ones.
+    """
+    n_items = V.shape[0]
+    drawn = 0
+    for trial in range(1, max_sampled + 1):
+        if prefetch_rows:
+            while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
+                c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + drawn)
+                candidates[drawn] = c
+                prefetch_row(V, c)
+                prefetch_row(GV, c)
+                prefetch(b, c)
+                drawn += 1
+            j = candidates[trial - 1]
+        else:
+            j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + trial - 1)
+        f_j = score(U, V, b, u, j)
+        if f_j + 1.0 > f_i:
+            return j, f_j, trial
+    return -1, np.float32(0.0), max_sampled
+
+
 @njit(**JIT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 lo, hi, table, top_fraction, normalize, loss_code, exact_rank, max_sampled,
@@ -461,31 +491,14 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                                               counter)
             n_trials += n_neg
         else:
-            j = -1
-            drawn = 0
-            for trial in range(1, max_sampled + 1):
-                # draw candidates a few trials ahead so their rows arrive in time
-                while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
-                    c = draw_negative(indices, start, end, n_items, neg_cdf, key,
-                                      counter + drawn)
-                    candidates[drawn] = c
-                    if prefetch_rows:
-                        prefetch_row(V, c)
-                        prefetch_row(GV, c)
-                        prefetch(b, c)
-                    drawn += 1
-                jj = candidates[trial - 1]
-                f_jj = score(U, V, b, u, jj)
-                if f_jj + 1.0 > f_i:
-                    j = jj
-                    f_j = f_jj
-                    n_trials += trial
-                    rank = max((n_neg - 1) // trial, 1)
-                    lw = rank_loss_weight(table, rank, n_neg, top_fraction, normalize)
-                    rank_loss = lw
-                    break
-            if j < 0:
-                n_trials += max_sampled
+            j, f_j, trial = first_violator(U, V, b, GV, indices, start, end, u, f_i,
+                                           max_sampled, neg_cdf, key, counter, candidates,
+                                           prefetch_rows)
+            n_trials += trial
+            if j >= 0:
+                lw = rank_loss_weight(table, max((n_neg - 1) // trial, 1), n_neg,
+                                      top_fraction, normalize)
+                rank_loss = lw
         if j >= 0:
             loss_sum += w * lw * (1.0 + f_j - f_i)
             rank_loss_sum += w * rank_loss

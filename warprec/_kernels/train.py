@@ -14,7 +14,7 @@ negatives; at least 1 since a violator was found) and the hinge
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import literally, njit, prange
 
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, PJIT
@@ -291,11 +291,17 @@ def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
     best_pos = np.empty(n, np.int64)
     best_score = np.empty(n, np.float32)
     for t in range(n):
+        # insertion into the list sorted by descending score (stable: ties keep draw order)
         p = start + draw_below(key, counter + t, n_pos)
-        best_pos[t] = p
-        best_score[t] = score(U, V, b, u, indices[p])
-    order = np.argsort(-best_score, kind="mergesort")
-    return best_pos[order[min(kos_k, n) - 1]]
+        f = score(U, V, b, u, indices[p])
+        q = t
+        while q > 0 and best_score[q - 1] < f:
+            best_score[q] = best_score[q - 1]
+            best_pos[q] = best_pos[q - 1]
+            q -= 1
+        best_score[q] = f
+        best_pos[q] = p
+    return best_pos[min(kos_k, n) - 1]
 
 
 @njit(**JIT)
@@ -584,6 +590,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         ``True`` if every update stayed finite; ``False`` if an update would have
         produced NaN/Inf (it was not written and the slice stopped early).
     """
+    # compile one specialisation per loss / rank mode, so that a fit compiles only the
+    # code path it runs (dead branches are pruned on literal arguments)
+    literally(loss_code)
+    literally(exact_rank)
     n = order.shape[0]
     per = (n + n_threads - 1) // n_threads
     failed = np.zeros(n_threads, np.bool_)

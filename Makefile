@@ -21,10 +21,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# Side-by-side benchmark against LightFM and implicit (installs the bench extras).
+# Side-by-side benchmark against LightFM and implicit (installs the bench extras), then the
+# comparison of warprec's loss options on the ML-100K split. Results: benchmarks/results/.
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/compare_losses.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -14,11 +14,14 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "WARPFactorizer": "warprec.model",
+    "TUNED_PARAMS": "warprec.model",
+    "PopularityRecommender": "warprec.baselines",
     "Interactions": "warprec.data",
     "evaluate": "warprec.metrics",
 }
 
-__all__ = ["WARPFactorizer", "Interactions", "evaluate", "DivergenceError",
+__all__ = ["WARPFactorizer", "TUNED_PARAMS", "PopularityRecommender", "Interactions",
+           "evaluate", "DivergenceError",
            "NotFittedError", "WarprecWarning", "__version__"]
 
 

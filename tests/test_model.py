@@ -275,3 +275,14 @@ def test_ordinal_loss_learns_from_grades(small):
 def test_exact_rank_estimator_rejects_bpr(small):
     with pytest.raises(ValueError, match="exact"):
         WARPFactorizer(loss="bpr", rank_estimator="exact", epochs=1).fit(small[0])
+
+
+def test_refit_on_new_ids_replaces_the_id_maps():
+    a = pd.DataFrame({"user_id": ["a", "b", "a"], "item_id": ["x", "y", "y"]})
+    b = pd.DataFrame({"user_id": ["c", "d", "c"], "item_id": ["z", "w", "w"]})
+    model = WARPFactorizer(epochs=1, n_components=2).fit(a)
+    assert model.recommend("a", k=1, exclude_seen=False)[0][0] in ("x", "y")
+    model.fit(b)
+    assert model.recommend("c", k=1, exclude_seen=False)[0][0] in ("z", "w")
+    with pytest.raises(KeyError, match="'a'"):
+        model.recommend("a")

@@ -73,13 +73,15 @@ class FactorRecommender:
         ids = self.user_ids_ if kind == "user" else self.item_ids_
         if ids is None:
             return None
+        # cached per id array: a refit (or load) installs a new array and a new map
         cache = f"_{kind}_map"
-        mapping = self.__dict__.get(cache)
-        if mapping is None:
+        cached = self.__dict__.get(cache)
+        if cached is None or cached[0] is not ids:
             mapping = {(v.item() if isinstance(v, np.generic) else v): i
                        for i, v in enumerate(ids)}
-            self.__dict__[cache] = mapping
-        return mapping
+            cached = (ids, mapping)
+            self.__dict__[cache] = cached
+        return cached[1]
 
     def _raw_items(self, index):
         """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import as_interaction_matrix, lookup_ids
+from ._inputs import as_interaction_matrix, check_k, lookup_ids
 from .exceptions import NotFittedError, WarprecWarning
 
 __all__ = ["FactorRecommender"]
@@ -163,8 +163,7 @@ class FactorRecommender:
         from .scoring import topk_items
 
         self._check_fitted()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        k = check_k(k)
         single = _is_single(users)
         u = self._user_index(users)
         exclude = None
@@ -195,7 +194,7 @@ class FactorRecommender:
             user_factors = self.user_factors_[u]
             u = rows
         index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u,
-                                   int(k), exclude=exclude, allowed_items=allowed,
+                                   k, exclude=exclude, allowed_items=allowed,
                                    n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index)
         if single:
@@ -212,8 +211,7 @@ class FactorRecommender:
         from .scoring import topk_items
 
         self._check_fitted()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer (got {k!r}).")
+        k = check_k(k)
         single = _is_single(items)
         q = self._item_index(items)
         norms = np.linalg.norm(self.item_factors_, axis=1)
@@ -222,7 +220,7 @@ class FactorRecommender:
         self_mask = sp.csr_matrix((np.ones(q.size, np.float32), (np.arange(q.size), q)),
                                   shape=(q.size, self.n_items_))
         index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
-                                   np.arange(q.size), int(k), exclude=self_mask,
+                                   np.arange(q.size), k, exclude=self_mask,
                                    n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index)
         if single:

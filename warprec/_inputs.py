@@ -7,17 +7,25 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["as_interaction_matrix", "check_positive_int", "lookup_ids"]
+__all__ = ["as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids"]
 
 
 def check_positive_int(value, name):
     """Return ``value`` as int if it is an integer >= 1, else raise ValueError/TypeError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be a positive integer (got {value!r} of type "
                         f"{type(value).__name__}).")
     if value < 1:
         raise ValueError(f"{name} must be a positive integer (got {value}).")
     return int(value)
+
+
+def check_k(k):
+    """Return a cut-off ``k`` as int; any value that is not an integer >= 1 (including
+    booleans and floats such as 2.5) raises ValueError."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be a positive integer (got {k!r}).")
+    return int(k)
 
 
 def as_interaction_matrix(X, name="X"):

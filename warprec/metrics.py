@@ -33,14 +33,13 @@ import scipy.sparse as sp
 from scipy import stats
 
 from ._kernels import metrics as _kmetrics
+from ._inputs import check_k, check_positive_int
 from ._threads import kernel_threads
 from .exceptions import WarprecWarning
 from .scoring import (
     _as_csr,
     _as_factor_arrays,
     _check_finite,
-    _check_k,
-    _check_positive_int,
     _csr_arrays,
     _default_block_rows,
     _empty_csr_arrays,
@@ -94,7 +93,7 @@ _DCG_FORMS = ("exponential", "linear", "classic")
 
 def _cutoff(k):
     """``None`` (no cut-off) or a validated positive int."""
-    return None if k is None else _check_k(k)
+    return None if k is None else check_k(k)
 
 
 def _item_list(values, name):
@@ -211,7 +210,7 @@ def precision_at_k(ranked, relevant, k=None):
         If k is not a positive integer or ``ranked`` has duplicates.
     """
     flags, _ = _hit_flags(ranked, relevant, k)
-    denominator = len(flags) if k is None else _check_k(k)
+    denominator = len(flags) if k is None else check_k(k)
     return sum(flags) / denominator if denominator else 0.0
 
 
@@ -271,7 +270,7 @@ def average_precision_at_k(ranked, relevant, k=None):
         if is_hit:
             hits += 1
             precision_sum += hits / position
-    denominator = n_relevant if k is None else min(_check_k(k), n_relevant)
+    denominator = n_relevant if k is None else min(check_k(k), n_relevant)
     return precision_sum / denominator
 
 
@@ -1006,7 +1005,7 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
     """
     user_factors, item_factors, item_biases = _as_factor_arrays(
         user_factors, item_factors, item_biases)
-    k = _check_k(k)
+    k = check_k(k)
     chosen = _metric_selection(metrics)
     shape = (user_factors.shape[0], item_factors.shape[0])
     test = _relevance_matrix(test, shape, "ndcg_graded" in chosen)
@@ -1064,10 +1063,10 @@ def evaluate(model, test, train=None, k=10, *, metrics=None, n_threads=None,
         raise TypeError(
             f"evaluate needs a warprec model with an _evaluation_inputs method "
             f"(got {type(model).__name__})")
-    k = _check_k(k)  # fail on bad arguments before the model converts the data
+    k = check_k(k)  # fail on bad arguments before the model converts the data
     _metric_selection(metrics)
     if n_threads is not None:
-        _check_positive_int(n_threads, "n_threads")
+        check_positive_int(n_threads, "n_threads")
     inputs = prepare(test, train)
     return evaluate_factors(
         inputs["user_factors"], inputs["item_factors"], inputs["item_biases"],

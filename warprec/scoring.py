@@ -10,12 +10,11 @@ control) are shared with :mod:`warprec.metrics`.
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import as_interaction_matrix
+from ._inputs import as_interaction_matrix, check_k, check_positive_int
 from ._kernels.topk import topk_rows
 from ._threads import kernel_threads
 
@@ -28,21 +27,6 @@ BLOCK_BYTES = 64 * 1024 * 1024
 #: Bounds on the number of users scored per block.
 MIN_BLOCK_ROWS = 256
 MAX_BLOCK_ROWS = 2048
-
-
-def _check_k(k):
-    """Return ``k`` as an int, or raise ValueError unless it is an integer >= 1."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer (got {k!r})")
-    return int(k)
-
-
-def _check_positive_int(value, name):
-    """Return ``value`` as an int, or raise ValueError unless it is an integer >= 1."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
-            or value < 1:
-        raise ValueError(f"{name} must be a positive integer (got {value!r})")
-    return int(value)
 
 
 def _as_float32_matrix(values, name):
@@ -153,7 +137,7 @@ def _empty_csr_arrays(n_rows):
 def _default_block_rows(n_cols, block_size=None):
     """Number of users per block: ``block_size`` or about BLOCK_BYTES of scores."""
     if block_size is not None:
-        return _check_positive_int(block_size, "block_size")
+        return check_positive_int(block_size, "block_size")
     rows = BLOCK_BYTES // (4 * max(n_cols, 1))
     return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
 
@@ -245,7 +229,7 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
         user_factors, item_factors, item_biases)
     n_users, n_items = user_factors.shape[0], item_factors.shape[0]
     users = _as_user_indices(users, n_users)
-    k_eff = min(_check_k(k), n_items)
+    k_eff = min(check_k(k), n_items)
     block_rows = _default_block_rows(n_items, block_size)
     columns = None
     if allowed_items is not None:

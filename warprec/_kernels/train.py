@@ -198,17 +198,9 @@ def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagra
         if g == 0:
             continue
         i = items[t]
-        check = np.float32(0.0)
         for f in range(d):
-            gi = g * U[u, f]
-            if adagrad:
-                a = GV[i, f] + gi * gi
-                buf[2, f] = a
-                buf[1, f] = decay * V[i, f] - lr * gi / np.sqrt(a)
-            else:
-                buf[1, f] = decay * V[i, f] - lr * gi
-            check += buf[1, f]
-        _clip_row(buf, 1, max_norm)
+            buf[3, f] = g * U[u, f]
+        check = _propose_row(V, GV, i, buf, 3, lr, decay, adagrad, max_norm)
         if adagrad:
             ab = Gb[i] + g * g
             new_b = b[i] - lr * g / np.sqrt(ab)
@@ -217,31 +209,43 @@ def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagra
             new_b = b[i] - lr * g
         if not np.isfinite(check + new_b):
             return False
-        for f in range(d):
-            V[i, f] = buf[1, f]
-            if adagrad:
-                GV[i, f] = buf[2, f]
+        _commit_row(V, GV, i, buf, adagrad)
         b[i] = new_b
         if adagrad:
             Gb[i] = ab
-    check = np.float32(0.0)
-    for f in range(d):
-        gu = buf[0, f]
-        if adagrad:
-            a = GU[u, f] + gu * gu
-            buf[2, f] = a
-            buf[1, f] = decay * U[u, f] - lr * gu / np.sqrt(a)
-        else:
-            buf[1, f] = decay * U[u, f] - lr * gu
-        check += buf[1, f]
-    _clip_row(buf, 1, max_norm)
-    if not np.isfinite(check):
+    if not np.isfinite(_propose_row(U, GU, u, buf, 0, lr, decay, adagrad, max_norm)):
         return False
-    for f in range(d):
-        U[u, f] = buf[1, f]
-        if adagrad:
-            GU[u, f] = buf[2, f]
+    _commit_row(U, GU, u, buf, adagrad)
     return True
+
+
+@njit(inline="always", **JIT)
+def _propose_row(P, G, r, buf, grad_row, lr, decay, adagrad, max_norm):
+    """New values of ``P[r]`` after a step along ``buf[grad_row]`` into ``buf[1]`` (and the
+    new Adagrad accumulators into ``buf[2]``), max-norm applied; returns their sum, whose
+    finiteness tells whether the step may be written."""
+    for f in range(P.shape[1]):
+        gf = buf[grad_row, f]
+        if adagrad:
+            a = G[r, f] + gf * gf
+            buf[2, f] = a
+            buf[1, f] = decay * P[r, f] - lr * gf / np.sqrt(a)
+        else:
+            buf[1, f] = decay * P[r, f] - lr * gf
+    _clip_row(buf, 1, max_norm)
+    total = np.float32(0.0)
+    for f in range(P.shape[1]):
+        total += buf[1, f]
+    return total
+
+
+@njit(inline="always", **JIT)
+def _commit_row(P, G, r, buf, adagrad):
+    """Write the row proposed by :func:`_propose_row`."""
+    for f in range(P.shape[1]):
+        P[r, f] = buf[1, f]
+        if adagrad:
+            G[r, f] = buf[2, f]
 
 
 @njit(inline="always", **JIT)

@@ -22,6 +22,31 @@ def cpu_now():
     return time.process_time()
 
 
+def timed_epochs(step, epochs, eval_epochs, evaluate, mem, clock=0.0):
+    """Run ``step()`` once per epoch (one epoch of a library that trains incrementally),
+    timing each call; ``evaluate()`` (quality dict) runs after the epochs in
+    ``eval_epochs`` with memory sampling paused and outside the clock.
+
+    Returns ``(curve, epoch_wall, clock, cpu)``: the quality checkpoints with the training
+    seconds so far (starting from ``clock``), each epoch's wall seconds, the final clock
+    and the CPU seconds of the epochs.
+    """
+    eval_epochs = set(eval_epochs)
+    curve, epoch_wall, cpu = [], [], 0.0
+    for epoch in range(1, epochs + 1):
+        c, tic = cpu_now(), now()
+        step()
+        dt = now() - tic
+        cpu += cpu_now() - c
+        epoch_wall.append(dt)
+        clock += dt
+        if epoch in eval_epochs:
+            with mem.paused():
+                quality = evaluate()
+            curve.append(dict(epoch=epoch, seconds=clock, **quality))
+    return curve, epoch_wall, clock, cpu
+
+
 class PeakRSS:
     """Peak resident set size (psutil RSS) of this process while the block runs.
 

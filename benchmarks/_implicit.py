@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _common import N_COMPONENTS, PeakRSS, cpu_now, median, not_installed, now
+from _common import N_COMPONENTS, PeakRSS, median, not_installed, now, timed_epochs
 
 
 def version():
@@ -38,23 +38,12 @@ def train_bpr(dataset, scorer, params, *, n_threads, seed, eval_epochs, name):
         regularization=params["regularization"], iterations=1, num_threads=n_threads,
         random_state=np.random.default_rng(seed))
     user_items = dataset.train
-    eval_epochs = set(eval_epochs)
-    curve, epoch_wall = [], []
     with _blas_limit(1), PeakRSS() as mem:
-        clock = cpu = 0.0
-        for epoch in range(1, iterations + 1):
-            c, tic = cpu_now(), now()
-            model.fit(user_items, show_progress=False)
-            dt = now() - tic
-            cpu += cpu_now() - c
-            epoch_wall.append(dt)
-            clock += dt
-            if epoch in eval_epochs:
-                with mem.paused():
-                    # user rows end with a constant 1 and item rows with the item bias, so
-                    # U @ V.T is implicit's own score
-                    quality = scorer(model.user_factors, model.item_factors, None)
-                curve.append(dict(epoch=epoch, seconds=clock, **quality))
+        # user rows end with a constant 1 and item rows with the item bias, so U @ V.T is
+        # implicit's own score
+        curve, epoch_wall, clock, cpu = timed_epochs(
+            lambda: model.fit(user_items, show_progress=False), iterations, eval_epochs,
+            lambda: scorer(model.user_factors, model.item_factors, None), mem)
         # per-call overhead of fit (input conversion) on an initialised model
         model.iterations = 0
         overhead = []

@@ -3,7 +3,7 @@ the rows say "not installed"."""
 
 from __future__ import annotations
 
-from _common import N_COMPONENTS, PeakRSS, cpu_now, median, not_installed, now
+from _common import N_COMPONENTS, PeakRSS, median, not_installed, now, timed_epochs
 
 
 def version():
@@ -34,26 +34,15 @@ def train(dataset, scorer, params, *, n_threads, seed, eval_epochs, name):
                     learning_rate=params["learning_rate"], max_sampled=params["max_sampled"],
                     learning_schedule="adagrad", random_state=seed)
     interactions = dataset.train.tocoo()
-    eval_epochs = set(eval_epochs)
-    curve, epoch_wall = [], []
     with PeakRSS() as mem:
         tic = now()
         model.fit_partial(interactions, epochs=0, num_threads=n_threads)  # allocates; no epoch
         setup = now() - tic
-        clock = setup
-        cpu = 0.0
-        for epoch in range(1, epochs + 1):
-            c, tic = cpu_now(), now()
-            model.fit_partial(interactions, epochs=1, num_threads=n_threads)
-            dt = now() - tic
-            cpu += cpu_now() - c
-            epoch_wall.append(dt)
-            clock += dt
-            if epoch in eval_epochs:
-                with mem.paused():
-                    quality = scorer(model.user_embeddings, model.item_embeddings,
-                                     model.item_biases)
-                curve.append(dict(epoch=epoch, seconds=clock, **quality))
+        curve, epoch_wall, clock, cpu = timed_epochs(
+            lambda: model.fit_partial(interactions, epochs=1, num_threads=n_threads), epochs,
+            eval_epochs,
+            lambda: scorer(model.user_embeddings, model.item_embeddings, model.item_biases),
+            mem, clock=setup)
         # per-call overhead of fit_partial on an initialised model
         overhead = []
         for _ in range(3):

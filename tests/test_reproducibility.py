@@ -120,7 +120,7 @@ def _recording(monkeypatch):
     """Record (seed, epoch, order) of every kernel call."""
     calls = []
     real = train_kernel.train_epoch
-    signature = inspect.signature(real.py_func)
+    signature = inspect.signature(real)
 
     def record(*args, **kwargs):
         bound = signature.bind(*args, **kwargs).arguments

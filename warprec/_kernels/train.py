@@ -418,6 +418,9 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     meets a non-finite update and makes the others return early. Returns ``False`` on a
     non-finite update.
     """
+    # one specialisation per loss / rank mode: dead branches are pruned on the literals
+    literally(loss_code)
+    literally(exact_rank)
     n_items = V.shape[0]
     d = U.shape[1]
     buf = np.empty((6, d), np.float32)
@@ -529,7 +532,6 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     return ok
 
 
-@njit(**PJIT)
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
                 neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
@@ -594,23 +596,49 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         ``True`` if every update stayed finite; ``False`` if an update would have
         produced NaN/Inf (it was not written and the slice stopped early).
     """
-    # compile one specialisation per loss / rank mode, so that a fit compiles only the
-    # code path it runs (dead branches are pruned on literal arguments)
-    literally(loss_code)
-    literally(exact_rank)
-    n = order.shape[0]
-    per = (n + n_threads - 1) // n_threads
-    failed = np.zeros(n_threads, np.bool_)
-    stop = np.zeros(1, np.bool_)
-    lr = np.float32(learning_rate)
-    reg = np.float32(alpha)
-    mnorm = np.float32(max_norm)
-    for t in prange(n_threads):
-        lo = min(n, t * per)
-        hi = min(n, lo + per)
-        failed[t] = not train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users,
-                                    sample_weight, grades, order, lo, hi, table, top_fraction,
-                                    normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
-                                    neg_cdf, lr, reg, mnorm, adagrad, seed, epoch,
-                                    prefetch_rows, stop, stats[t])
-    return not failed.any()
+    kernel = epoch_kernel(int(loss_code), bool(exact_rank))
+    return kernel(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
+                  table, top_fraction, normalize, max_sampled, kos_k, kos_n, neg_cdf,
+                  learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, prefetch_rows,
+                  stats)
+
+
+_EPOCH_KERNELS = {}
+_LOSS_NAMES = {LOSS_WARP: "warp", LOSS_BPR: "bpr", LOSS_ORDINAL: "ordinal"}
+
+
+def epoch_kernel(loss_code, exact_rank):
+    """The parallel epoch kernel of one loss / rank mode (built once, compiled lazily).
+
+    The mode is a closure constant rather than an argument, so :func:`train_slice`
+    receives it as a literal and a fit compiles only the code path it runs, while calls
+    from Python take Numba's fast dispatch path (a ``literally`` argument would instead
+    re-resolve the literal types on every call, about 10 ms each).
+    """
+    key = (loss_code, exact_rank)
+    if key not in _EPOCH_KERNELS:
+        def run(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                order, table, top_fraction, normalize, max_sampled, kos_k, kos_n, neg_cdf,
+                learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
+                prefetch_rows, stats):
+            n = order.shape[0]
+            per = (n + n_threads - 1) // n_threads
+            failed = np.zeros(n_threads, np.bool_)
+            stop = np.zeros(1, np.bool_)
+            lr = np.float32(learning_rate)
+            reg = np.float32(alpha)
+            mnorm = np.float32(max_norm)
+            for t in prange(n_threads):
+                lo = min(n, t * per)
+                hi = min(n, lo + per)
+                failed[t] = not train_slice(
+                    U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                    order, lo, hi, table, top_fraction, normalize, loss_code, exact_rank,
+                    max_sampled, kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch,
+                    prefetch_rows, stop, stats[t])
+            return not failed.any()
+
+        name = f"train_epoch_{_LOSS_NAMES[loss_code]}{'_exact' if exact_rank else ''}"
+        run.__name__ = run.__qualname__ = name
+        _EPOCH_KERNELS[key] = njit(**PJIT)(run)
+    return _EPOCH_KERNELS[key]

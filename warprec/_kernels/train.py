@@ -14,7 +14,7 @@ negatives; at least 1 since a violator was found) and the hinge
 """
 
 import numpy as np
-from numba import literally, njit, prange
+from numba import njit, prange
 
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, PJIT
@@ -409,18 +409,18 @@ def first_violator(U, V, b, GV, indices, start, end, u, f_i, max_sampled, neg_cd
 
 @njit(**JIT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
-                lo, hi, table, top_fraction, normalize, loss_code, exact_rank, max_sampled,
-                kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows,
-                stop, stats):
+                lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
+                neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows, stop, stats):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
+    The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
+    branches before typing them, so each mode compiles only its own code): ``grades``
+    given means the ordinal loss, else ``table`` given means WARP (with the exact rank
+    when ``violators``, this thread's work array, is given) and ``table=None`` means BPR.
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
     meets a non-finite update and makes the others return early. Returns ``False`` on a
     non-finite update.
     """
-    # one specialisation per loss / rank mode: dead branches are pruned on the literals
-    literally(loss_code)
-    literally(exact_rank)
     n_items = V.shape[0]
     d = U.shape[1]
     buf = np.empty((6, d), np.float32)
@@ -430,15 +430,14 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     n_trials = 0
     loss_sum = 0.0
     rank_loss_sum = 0.0
-    violators = np.empty(n_items if exact_rank else 0, np.int64)
     candidates = np.empty(max_sampled, np.int64)
-    list_len = kos_n + max_sampled if loss_code == LOSS_ORDINAL else 0
-    items = np.empty(list_len, np.int64)
-    labels = np.empty(list_len, np.int64)
-    f_list = np.empty(list_len, np.float64)
-    g_list = np.empty(list_len, np.float64)
-    n_labels = 1
-    if loss_code == LOSS_ORDINAL:
+    if grades is not None:
+        list_len = kos_n + max_sampled
+        items = np.empty(list_len, np.int64)
+        labels = np.empty(list_len, np.int64)
+        f_list = np.empty(list_len, np.float64)
+        g_list = np.empty(list_len, np.float64)
+        n_labels = 1
         for q in range(grades.shape[0]):
             n_labels = max(n_labels, grades[q] + 1)
     for s in range(lo, hi):
@@ -457,7 +456,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             continue
         key = stream_key(seed, epoch, p)
         counter = 0
-        if loss_code == LOSS_ORDINAL:
+        if grades is not None:
             m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
                              max_sampled, neg_cdf, key, counter, items, labels, f_list)
             value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
@@ -476,7 +475,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         i = indices[p]
         w = sample_weight[p]
         f_i = score(U, V, b, u, i)
-        if loss_code == LOSS_BPR:
+        if table is None:
             j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
             x = f_i - score(U, V, b, u, j)
             # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
@@ -498,7 +497,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         lw = 0.0
         rank_loss = 0.0
         f_j = np.float32(0.0)
-        if exact_rank:
+        if violators is not None:
             j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
                                               top_fraction, normalize, violators, key,
                                               counter)
@@ -530,6 +529,33 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     if not ok:
         stop[0] = True
     return ok
+
+
+@njit(**PJIT)
+def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                 order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
+                 neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
+                 prefetch_rows, stats):
+    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread."""
+    n = order.shape[0]
+    per = (n + n_threads - 1) // n_threads
+    failed = np.zeros(n_threads, np.bool_)
+    stop = np.zeros(1, np.bool_)
+    lr = np.float32(learning_rate)
+    reg = np.float32(alpha)
+    mnorm = np.float32(max_norm)
+    for t in prange(n_threads):
+        lo = min(n, t * per)
+        hi = min(n, lo + per)
+        if violators is None:
+            work = None
+        else:
+            work = violators[t]
+        failed[t] = not train_slice(
+            U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
+            lo, hi, table, top_fraction, normalize, work, max_sampled, kos_k, kos_n, neg_cdf,
+            lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows, stop, stats[t])
+    return not failed.any()
 
 
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
@@ -596,49 +622,14 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         ``True`` if every update stayed finite; ``False`` if an update would have
         produced NaN/Inf (it was not written and the slice stopped early).
     """
-    kernel = epoch_kernel(int(loss_code), bool(exact_rank))
-    return kernel(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
-                  table, top_fraction, normalize, max_sampled, kos_k, kos_n, neg_cdf,
-                  learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads, prefetch_rows,
-                  stats)
-
-
-_EPOCH_KERNELS = {}
-_LOSS_NAMES = {LOSS_WARP: "warp", LOSS_BPR: "bpr", LOSS_ORDINAL: "ordinal"}
-
-
-def epoch_kernel(loss_code, exact_rank):
-    """The parallel epoch kernel of one loss / rank mode (built once, compiled lazily).
-
-    The mode is a closure constant rather than an argument, so :func:`train_slice`
-    receives it as a literal and a fit compiles only the code path it runs, while calls
-    from Python take Numba's fast dispatch path (a ``literally`` argument would instead
-    re-resolve the literal types on every call, about 10 ms each).
-    """
-    key = (loss_code, exact_rank)
-    if key not in _EPOCH_KERNELS:
-        def run(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                order, table, top_fraction, normalize, max_sampled, kos_k, kos_n, neg_cdf,
-                learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
-                prefetch_rows, stats):
-            n = order.shape[0]
-            per = (n + n_threads - 1) // n_threads
-            failed = np.zeros(n_threads, np.bool_)
-            stop = np.zeros(1, np.bool_)
-            lr = np.float32(learning_rate)
-            reg = np.float32(alpha)
-            mnorm = np.float32(max_norm)
-            for t in prange(n_threads):
-                lo = min(n, t * per)
-                hi = min(n, lo + per)
-                failed[t] = not train_slice(
-                    U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                    order, lo, hi, table, top_fraction, normalize, loss_code, exact_rank,
-                    max_sampled, kos_k, kos_n, neg_cdf, lr, reg, mnorm, adagrad, seed, epoch,
-                    prefetch_rows, stop, stats[t])
-            return not failed.any()
-
-        name = f"train_epoch_{_LOSS_NAMES[loss_code]}{'_exact' if exact_rank else ''}"
-        run.__name__ = run.__qualname__ = name
-        _EPOCH_KERNELS[key] = njit(**PJIT)(run)
-    return _EPOCH_KERNELS[key]
+    # the mode travels as None / not-None arguments, which Numba prunes on by type: one
+    # compiled specialisation per mode, and Python calls take the fast dispatch path
+    # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
+    # and do not prune: Numba types the non-literal version first)
+    violators = (np.empty((n_threads, V.shape[0]), np.int64)
+                 if exact_rank and loss_code == LOSS_WARP else None)
+    return _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight,
+                        grades if loss_code == LOSS_ORDINAL else None, order,
+                        None if loss_code == LOSS_BPR else table, top_fraction, normalize,
+                        violators, max_sampled, kos_k, kos_n, neg_cdf, learning_rate, alpha,
+                        max_norm, adagrad, seed, epoch, n_threads, prefetch_rows, stats)

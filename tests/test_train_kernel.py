@@ -86,6 +86,32 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     assert stats[0, train.STAT_UPDATES] > 0
 
 
+@pytest.mark.parametrize("kos_n,neg_cdf", [(3, False), (1, True), (4, True)])
+def test_prefetching_changes_no_draw(kos_n, neg_cdf):
+    """The prefetching path draws the next sample's candidates early: the same draws as
+    without prefetching, also when k-OS draws positives first or negatives are weighted."""
+    X, U, V, b, gen = _problem(5, n_users=20, n_items=40, density=0.2)
+    order = gen.permutation(X.nnz)
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    cdf = np.cumsum(gen.uniform(0.1, 1.0, X.shape[1])) if neg_cdf else np.zeros(0)
+    cdf = cdf / cdf[-1] if neg_cdf else cdf
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    results = []
+    for prefetch in (False, True):
+        params = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
+                                                  np.ones_like(b)]
+        stats = np.zeros((1, train.N_STATS))
+        assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), order,
+                                 table, 1.0, False, train.LOSS_WARP, False, 6, 2, kos_n, cdf,
+                                 0.1, 0.01, 0.0, True, 99, 2, 1, prefetch, stats)
+        results.append((params, stats.copy()))
+    (fast, fast_stats), (slow, slow_stats) = results
+    for a, b_ in zip(fast, slow):
+        assert a.tobytes() == b_.tobytes()
+    np.testing.assert_array_equal(fast_stats, slow_stats)
+
+
 def test_kernel_refuses_non_finite_updates():
     X, U, V, b, gen = _problem(3)
     U[:], V[:] = 10.0, 1e37  # scores overflow float32: every update would be non-finite

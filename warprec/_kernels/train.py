@@ -344,6 +344,11 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
 SAMPLES_AHEAD = 4
 #: How many negative candidates ahead of the current trial are drawn and prefetched.
 CANDIDATES_AHEAD = 2
+#: How many of the next sample's negative candidates are drawn (and their rows
+#: prefetched) while the current sample is processed.
+CANDIDATES_EARLY = 4
+#: How many cache lines of a user's positives list are prefetched two samples ahead.
+LIST_LINES = 4
 
 
 @njit(inline="always", **JIT)
@@ -353,7 +358,8 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
 
     Sample ``s + 2 * SAMPLES_AHEAD``: its user and item ids; sample ``s + SAMPLES_AHEAD``:
     its user's CSR bounds, user and positive-item rows (with their Adagrad rows); sample
-    ``s + 1``: the user's positives list, used to draw negatives.
+    ``s + 2``: the first ``LIST_LINES`` cache lines of the user's positives list, which
+    :func:`draw_early` searches at sample ``s + 1``.
     """
     far = s + 2 * SAMPLES_AHEAD
     if far < hi:
@@ -372,30 +378,60 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         prefetch_row(V, i)
         prefetch_row(GV, i)
         prefetch(b, i)
-    near = s + 1
+    near = s + 2
     if near < hi:
-        prefetch(indices, indptr[sample_users[order[near]]])
+        u = sample_users[order[near]]
+        step = 64 // indices.itemsize
+        for q in range(indptr[u], min(indptr[u + 1], indptr[u] + LIST_LINES * step), step):
+            prefetch(indices, q)
+
+
+@njit(inline="always", **JIT)
+def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n, neg_cdf,
+               seed, epoch, candidates):
+    """Draw the first ``CANDIDATES_EARLY`` negative candidates of sample ``s`` into
+    ``candidates`` and prefetch their rows; returns how many were drawn.
+
+    They are the draws :func:`first_violator` would make (candidates depend on the random
+    stream and the user's positives only, not on the parameters), made one sample early so
+    that their rows arrive from memory while the previous sample is processed.
+    """
+    p = order[s]
+    u = sample_users[p]
+    start = indptr[u]
+    end = indptr[u + 1]
+    n_items = V.shape[0]
+    if end - start >= n_items:
+        return 0
+    key = stream_key(seed, epoch, p)
+    counter = kos_n if kos_n > 1 else 0
+    n = min(CANDIDATES_EARLY, max_sampled)
+    for t in range(n):
+        c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + t)
+        candidates[t] = c
+        prefetch_row(V, c)
+        prefetch(b, c)
+    return n
 
 
 @njit(inline="always", **JIT)
 def first_violator(U, V, b, GV, indices, start, end, u, f_i, max_sampled, neg_cdf, key,
-                   counter, candidates, prefetch_rows):
+                   counter, candidates, drawn, prefetch_rows):
     """Draw negatives until one violates the margin, ``1 + f(u, j) > f(u, i)``.
 
     Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N``, or
     ``(-1, 0, max_sampled)``. With ``prefetch_rows`` the candidates are drawn
     ``CANDIDATES_AHEAD`` draws early (the same draws: they do not depend on scores) and
-    their rows prefetched, so memory latency overlaps the scoring of earlier ones.
+    their rows prefetched, so memory latency overlaps the scoring of earlier ones; the
+    first ``drawn`` of them are already in ``candidates`` (see :func:`draw_early`).
     """
     n_items = V.shape[0]
-    drawn = 0
     for trial in range(1, max_sampled + 1):
         if prefetch_rows:
             while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
                 c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + drawn)
                 candidates[drawn] = c
                 prefetch_row(V, c)
-                prefetch_row(GV, c)
                 prefetch(b, c)
                 drawn += 1
             j = candidates[trial - 1]
@@ -430,7 +466,9 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     n_trials = 0
     loss_sum = 0.0
     rank_loss_sum = 0.0
-    candidates = np.empty(max_sampled, np.int64)
+    # candidates of this sample and the next (drawn early when prefetching)
+    candidates = np.empty((2, max_sampled), np.int64)
+    n_early = np.zeros(2, np.int64)
     if grades is not None:
         list_len = kos_n + max_sampled
         items = np.empty(list_len, np.int64)
@@ -446,6 +484,10 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         if prefetch_rows:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
                            order, s, hi)
+            if table is not None and violators is None and grades is None and s + 1 < hi:
+                n_early[(s + 1) & 1] = draw_early(V, b, indptr, indices, sample_users, order,
+                                                  s + 1, max_sampled, kos_n, neg_cdf, seed,
+                                                  epoch, candidates[(s + 1) & 1])
         p = order[s]
         u = sample_users[p]
         start = indptr[u]
@@ -504,8 +546,8 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             n_trials += n_neg
         else:
             j, f_j, trial = first_violator(U, V, b, GV, indices, start, end, u, f_i,
-                                           max_sampled, neg_cdf, key, counter, candidates,
-                                           prefetch_rows)
+                                           max_sampled, neg_cdf, key, counter,
+                                           candidates[s & 1], n_early[s & 1], prefetch_rows)
             n_trials += trial
             if j >= 0:
                 lw = rank_loss_weight(table, max((n_neg - 1) // trial, 1), n_neg,

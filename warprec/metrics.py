@@ -961,7 +961,7 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
     n_threads : int, optional
         Numba threads (default: all). The previous count is restored.
     block_size : int, optional
-        Users per block (default: about 64 MiB of scores, within [256, 2048]).
+        Users per block (default: about 256 MiB of scores, within [256, 2048]).
     per_user : bool, default False
         Return the per-user values instead of the means.
     user_ids : array_like, shape (n_users,), optional

@@ -165,12 +165,15 @@ def check_targets(results):
     co = results.get("compile")
     if co and "compile_seconds_total" in co:
         warn = "" if co.get("sources_stable", True) else "; INVALID: sources edited meanwhile"
-        add("first-call compile (fit + evaluate + recommend)", "< 15 s",
-            round(co["compile_seconds_total"], 2), co["compile_seconds_total"] < 15,
-            f"fit alone {co['compile_seconds']['fit']:.2f} s{warn}")
-        add("cached first call, new process (fit + evaluate + recommend)", "< 1 s",
-            round(co["cache_load_seconds_total"], 3), co["cache_load_seconds_total"] < 1,
-            f"fit alone {co['cache_load_seconds']['fit']:.3f} s{warn}")
+        # the target is the first fit; evaluate and recommend are reported beside it
+        fit_compile = co["compile_seconds"]["fit"]
+        fit_cached = co["cache_load_seconds"]["fit"]
+        add("first fit in a fresh process: compile", "< 15 s", round(fit_compile, 2),
+            fit_compile < 15,
+            f"fit + evaluate + recommend {co['compile_seconds_total']:.2f} s{warn}")
+        add("first fit in a second process: cache load", "< 1 s", round(fit_cached, 3),
+            fit_cached < 1,
+            f"fit + evaluate + recommend {co['cache_load_seconds_total']:.3f} s{warn}")
         if warn:    # a recompilation caused by an edit says nothing about the cache
             targets[-1]["met"] = None
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _common import N_COMPONENTS, PeakRSS, median, not_installed, now, timed_epochs
+from _common import N_COMPONENTS, PeakRSS, blas_limit, median, not_installed, now, timed_epochs
 
 
 def version():
@@ -14,11 +14,6 @@ def version():
     except Exception as exc:  # noqa: BLE001
         return None, exc
     return getattr(implicit, "__version__", "?"), None
-
-
-def _blas_limit(n):
-    from threadpoolctl import threadpool_limits
-    return threadpool_limits(limits=n, user_api="blas")
 
 
 def train_bpr(dataset, scorer, params, *, n_threads, seed, eval_epochs, name):
@@ -38,7 +33,7 @@ def train_bpr(dataset, scorer, params, *, n_threads, seed, eval_epochs, name):
         regularization=params["regularization"], iterations=1, num_threads=n_threads,
         random_state=np.random.default_rng(seed))
     user_items = dataset.train
-    with _blas_limit(1), PeakRSS() as mem:
+    with blas_limit(1), PeakRSS() as mem:
         # user rows end with a constant 1 and item rows with the item bias, so U @ V.T is
         # implicit's own score
         curve, epoch_wall, clock, cpu = timed_epochs(
@@ -80,11 +75,11 @@ def factor_model(user_factors, item_factors, item_biases, n_threads):
 def ranking_metrics(model, train, test, k, n_threads, blas_threads):
     from implicit.evaluation import ranking_metrics_at_k
 
-    with _blas_limit(blas_threads):
+    with blas_limit(blas_threads):
         return ranking_metrics_at_k(model, train, test, K=k, show_progress=False,
                                     num_threads=n_threads)
 
 
 def recommend(model, users, user_items, k, blas_threads):
-    with _blas_limit(blas_threads):
+    with blas_limit(blas_threads):
         return model.recommend(users, user_items, N=k, filter_already_liked_items=True)

@@ -233,3 +233,31 @@ def test_rejects_bad_shapes_and_values():
     bad[1, 0] = np.nan
     with pytest.raises(ValueError, match="item_factors contains NaN"):
         topk_items(users, bad, biases, [0], 2)
+
+
+@pytest.mark.parametrize("scoring_macs", [0, 2**40])
+def test_blas_and_numba_scoring_give_the_same_top_k(monkeypatch, scoring_macs):
+    """Small problems are scored by a Numba kernel, large ones by BLAS (forced here)."""
+    import warprec.scoring
+    from warprec.metrics import evaluate_factors
+
+    monkeypatch.setattr(warprec.scoring, "NUMBA_SCORING_MACS", scoring_macs)
+    rng = np.random.default_rng(7)
+    user_factors, item_factors, biases = random_problem(rng, 50, 70, 8, exact=True)
+    exclude = random_exclusion(rng, 50, 70, 0.2)
+    users = np.arange(50)
+    items, scores = topk_items(user_factors, item_factors, biases, users, 6,
+                               exclude=exclude, block_size=16)
+    full = naive_scores(user_factors, item_factors, biases)
+    ref_items, ref_scores = naive_topk(full, users, 6, exclude=exclude)
+    np.testing.assert_array_equal(items, ref_items)
+    np.testing.assert_array_equal(scores, ref_scores)
+    test = random_exclusion(rng, 50, 70, 0.1)
+    test = test - test.multiply(exclude)
+    test.eliminate_zeros()
+    got = evaluate_factors(user_factors, item_factors, biases, test, exclude, k=6,
+                           block_size=16)
+    monkeypatch.setattr(warprec.scoring, "NUMBA_SCORING_MACS", 2**40 - scoring_macs)
+    other = evaluate_factors(user_factors, item_factors, biases, test, exclude, k=6,
+                             block_size=16)
+    assert got == other

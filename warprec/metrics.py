@@ -39,12 +39,12 @@ from .exceptions import WarprecWarning
 from .scoring import (
     _as_csr,
     _as_factor_arrays,
+    _block_scorer,
     _check_finite,
     _csr_arrays,
     _default_block_rows,
     _empty_csr_arrays,
     _iter_blocks,
-    _score_block,
 )
 
 __all__ = [
@@ -898,10 +898,10 @@ def _per_user_values(user_factors, item_factors, item_biases, test, train, count
     values = np.empty((users.shape[0], _kmetrics.N_METRICS), dtype=np.float64)
     buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
                       dtype=np.float32)
-    item_factors_t = item_factors.T
+    score_block = _block_scorer(item_factors, users.shape[0])
     with kernel_threads(n_threads):
         for start, stop in _iter_blocks(users.shape[0], block_rows):
-            block = _score_block(user_factors[users[start:stop]], item_factors_t, buffer)
+            block = score_block(user_factors[users[start:stop]], buffer)
             _kmetrics.evaluate_rows(
                 block, item_biases, train_indptr[start:stop + 1], train_indices,
                 test_indptr[start:stop + 1], test_indices, test_gains,
@@ -933,8 +933,9 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
     Each test user's items are scored with ``U[u] @ V[i] + b[i]`` (float32), the
     user's train items are removed, the top k are selected (ties: lower item index
     first) and the metrics of the module docstring are computed against the user's
-    test items. Users are processed in blocks: one float32 matmul per block, then
-    one parallel Numba kernel for exclusion, top-k and all the metrics.
+    test items. Users are processed in blocks: one float32 matmul per block (BLAS, or a
+    Numba kernel for small problems), then one parallel Numba kernel for exclusion,
+    top-k and all the metrics.
 
     Parameters
     ----------

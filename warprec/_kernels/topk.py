@@ -1,6 +1,7 @@
 """Top-k selection kernels over rows of a score block.
 
-A score block is the float32 matrix ``U_block @ V.T`` computed by BLAS; the item
+A score block is the float32 matrix ``U_block @ V.T`` (from BLAS, or from
+:func:`.scores.dot_rows` for small problems); the item
 biases are added here, item by item, so a returned score is exactly the float32
 value ``(U_block @ V.T)[r, j] + b[j]``.
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from warprec import DivergenceError, NotFittedError, WARPFactorizer
+from warprec import DivergenceError, NotFittedError, WARPFactorizer, WarprecWarning
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate
@@ -210,7 +210,8 @@ def test_unseen_index(fitted):
 def test_divergence_is_reported_and_parameters_stay_finite(small):
     model = WARPFactorizer(n_components=8, epochs=50, learning_rate=1e6, n_threads=1,
                            learning_schedule="sgd", rank_weighting="auc")
-    with pytest.raises(DivergenceError, match="Lower learning_rate") as info:
+    with pytest.raises(DivergenceError, match="Lower learning_rate") as info, \
+            pytest.warns(WarprecWarning, match="learning_rate \\* alpha"):
         model.fit(small[0])
     assert info.value.epoch >= 0
     assert model._parameters_finite()

@@ -526,7 +526,7 @@ _PARAM_VALUES = {
     "rank_weighting": ["harmonic", "auc", "log", "precision@2", "owpc-mean", "owpc-top",
                        "owpc-harmonic", "precision@0", "precision@x", "nope", [1.0, 0.5],
                        [0.5, 1.0], [], [math.nan], ["a"], np.ones((2, 2)), None, 5],
-    "alpha": [0.0, 0.015, 1.0, -0.5, math.nan, "x"],
+    "alpha": [0.0, 0.015, 1.0, -0.5, math.nan, "x", "auto"],
     "n_threads": [None, 1, 2, 99, 0, -1, 1.5],
     "random_state": [0, 7, None, 2**70, -1, "seed", 1.5, np.random.default_rng(3)],
     "loss": ["warp", "warp-kos", "bpr", "hinge", None, ["warp"]],

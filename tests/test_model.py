@@ -287,3 +287,27 @@ def test_refit_on_new_ids_replaces_the_id_maps():
     assert model.recommend("c", k=1, exclude_seen=False)[0][0] in ("z", "w")
     with pytest.raises(KeyError, match="'a'"):
         model.recommend("a")
+
+
+def test_auto_alpha_follows_the_learning_rate_and_the_positives_per_item():
+    from warprec.model import AUTO_ALPHA
+    X = make_interactions(60, 40, 600, random_state=0)
+    model = WARPFactorizer(n_components=4, epochs=1, learning_rate=0.04).fit(X)
+    assert model.alpha == "auto"
+    assert model.alpha_ == pytest.approx(AUTO_ALPHA * 0.04 * 40 / 600)
+    kept = model.alpha_
+    fewer = X.tolil()
+    fewer[:30] = 0
+    model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
+    assert model.alpha_ == kept
+    assert WARPFactorizer(n_components=4, epochs=1, alpha=0.02).fit(X).alpha_ == 0.02
+    with pytest.raises(ValueError, match="'auto'"):
+        WARPFactorizer(alpha="strong").fit(X)
+
+
+def test_auto_alpha_survives_save_and_load(tmp_path):
+    X = make_interactions(60, 40, 600, random_state=1)
+    model = WARPFactorizer(n_components=4, epochs=1).fit(X)
+    model.save(tmp_path / "m.npz")
+    loaded = WARPFactorizer.load(tmp_path / "m.npz")
+    assert loaded.alpha == "auto" and loaded.alpha_ == model.alpha_

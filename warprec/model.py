@@ -47,6 +47,15 @@ _ESTIMATORS = ("sampled", "exact")
 #: (tests/test_quality.py); LightFM 1.17's best on the same split is 0.300.
 TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.01, max_sampled=30, epochs=40)
 
+#: ``alpha="auto"`` resolves to ``AUTO_ALPHA * learning_rate * n_items / n_positives``.
+#: The decay is applied on every update of a row, so its strength per epoch grows with
+#: the number of updates an item row gets (positives per item); the rule keeps it the
+#: same across data sizes and learning rates. Calibrated on the ML-100K split (best
+#: alpha 0.015 at lr 0.05, 0.01 at 0.03, 0.007 at 0.02; this rule gives 0.015, 0.009,
+#: 0.006) and the synthetic 4M-positive benchmark set (best 0.0015-0.005 at lr 0.05, where
+#: 0.015 loses 7% of NDCG@10; the rule gives 0.0047).
+AUTO_ALPHA = 9.5
+
 
 class WARPFactorizer(FactorRecommender):
     """Matrix factorisation trained with the WARP ranking loss.
@@ -77,14 +86,16 @@ class WARPFactorizer(FactorRecommender):
         families ``"owpc-mean"``, ``"owpc-top"``, ``"owpc-top-p"`` (needs
         ``top_fraction``), ``"owpc-harmonic"``, or a non-increasing array of tau_j. See
         :mod:`warprec.weights`.
-    alpha : float, default 0.015
+    alpha : float or "auto", default "auto"
         Weight decay: every update multiplies the factor rows it touches by
         ``1 - learning_rate * alpha`` before the gradient step (decoupled L2
         regularisation; biases are not decayed). 0 disables it. Without it WARP overfits
         after a few epochs at the default learning rate (NDCG@10 on the ML-100K split
-        peaks near epoch 10 and then falls). The default suits the default learning
-        rate; lower it with the learning rate (on ML-100K the best values were 0.01 at
-        learning_rate 0.03 and 0.007 at 0.02, where 0.015 over-regularises).
+        peaks near epoch 10 and then falls). ``"auto"`` uses
+        ``AUTO_ALPHA * learning_rate * n_items / n_positives`` of the first fit's matrix
+        (0.015 on the ML-100K split at the default learning rate, 0.0047 on 4M positives
+        over 40k items), because the decay per epoch grows with the updates per item
+        row; the value used is ``alpha_``.
     n_threads : int or None, default None
         Threads for training and scoring; None uses all of Numba's threads.
     random_state : int, numpy Generator or None, default 0
@@ -139,12 +150,14 @@ class WARPFactorizer(FactorRecommender):
         The positives seen by the last fit, used by ``recommend(exclude_seen=True)``.
     epochs_done_ : int
         Epochs trained so far (over fit and partial_fit calls).
+    alpha_ : float
+        The weight decay used (``alpha``, or its ``"auto"`` value).
     history_ : list of dict
         Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples.
     """
 
     def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
-                 rank_weighting="harmonic", alpha=0.015, n_threads=None, random_state=0, *,
+                 rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, verbose=False):
@@ -243,6 +256,7 @@ class WARPFactorizer(FactorRecommender):
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
             self._initialise(matrix.shape, user_ids, item_ids, config)
+        self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.train_matrix_ = matrix
         n_threads = config["n_threads"]
         users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
@@ -277,7 +291,7 @@ class WARPFactorizer(FactorRecommender):
                 weighting.table, weighting.top_fraction, weighting.normalize,
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
                 config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
-                float(self.alpha), float(self.max_norm or 0.0), config["adagrad"],
+                self.alpha_, float(self.max_norm or 0.0), config["adagrad"],
                 self.seed_, epoch, n_threads, prefetch_rows, stats)
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
@@ -288,12 +302,12 @@ class WARPFactorizer(FactorRecommender):
                     f"Training diverged in epoch {epoch}: {what}. The model keeps its "
                     f"last finite parameters (do not use them for recommendations). "
                     f"Lower learning_rate (now {self.learning_rate})"
-                    + (", add alpha regularisation" if not self.alpha else "")
+                    + (", add alpha regularisation" if not self.alpha_ else "")
                     + (" or use learning_schedule='adagrad'" if not config["adagrad"]
                        else "")
-                    + (f"; learning_rate * alpha = {self.learning_rate * self.alpha:.3g}"
+                    + (f"; learning_rate * alpha = {self.learning_rate * self.alpha_:.3g}"
                        " >= 1 makes the weight decay grow the factors: lower alpha"
-                       if self.learning_rate * self.alpha >= 1 else "")
+                       if self.learning_rate * self.alpha_ >= 1 else "")
                     + "; very large init_scale, sample weights or rank weights also "
                     "cause this.", epoch)
             info = _epoch_info(epoch, seconds, stats)
@@ -306,6 +320,22 @@ class WARPFactorizer(FactorRecommender):
                 break
 
 
+    def _resolve_alpha(self, matrix, fresh):
+        """The weight decay to train with: ``alpha``, or its ``"auto"`` value (kept from
+        the first fit when training continues, so partial_fit does not change it)."""
+        if isinstance(self.alpha, str):
+            if not fresh and hasattr(self, "alpha_"):
+                return self.alpha_
+            alpha = AUTO_ALPHA * float(self.learning_rate) * matrix.shape[1] / max(matrix.nnz, 1)
+        else:
+            alpha = float(self.alpha)
+        if float(self.learning_rate) * alpha >= 1.0:
+            warnings.warn(f"learning_rate * alpha = {self.learning_rate * alpha:.3g} >= 1: "
+                          "every update multiplies the touched factor rows by 1 - learning_rate"
+                          " * alpha <= 0, which flips their sign instead of shrinking them. "
+                          "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
+        return alpha
+
     def _check_params(self):
         d = check_positive_int(self.n_components, "n_components")
         epochs = self.epochs
@@ -314,6 +344,10 @@ class WARPFactorizer(FactorRecommender):
         max_sampled = check_positive_int(self.max_sampled, "max_sampled")
         for name in ("learning_rate", "alpha", "init_scale"):
             value = getattr(self, name)
+            if name == "alpha" and isinstance(value, str):
+                if value != "auto":
+                    raise ValueError(f"alpha must be a number >= 0 or 'auto' (got {value!r}).")
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
                                                                  np.integer)):
                 raise TypeError(f"{name} must be a number (got {value!r}).")
@@ -328,12 +362,6 @@ class WARPFactorizer(FactorRecommender):
                                 f"(got {getattr(self, name)!r}).")
         if self.loss not in _LOSSES:
             raise ValueError(f"loss must be one of {sorted(_LOSSES)} (got {self.loss!r}).")
-        if float(self.learning_rate) * float(self.alpha) >= 1.0:
-            warnings.warn(f"learning_rate * alpha = {self.learning_rate * self.alpha:.3g} >= 1: "
-                          "every update multiplies the touched factor rows by 1 - learning_rate"
-                          " * alpha <= 0, which flips their sign instead of shrinking them. "
-                          "Lower alpha (default 0.015) or learning_rate.", WarprecWarning,
-                          stacklevel=4)
         if self.max_norm is not None:
             if isinstance(self.max_norm, bool) or not isinstance(
                     self.max_norm, (int, float, np.floating, np.integer)) or \
@@ -497,6 +525,7 @@ class WARPFactorizer(FactorRecommender):
             item_biases=self.item_biases_, user_grad_sq=self.user_grad_sq_,
             item_grad_sq=self.item_grad_sq_, bias_grad_sq=self.bias_grad_sq_,
             seed=np.array(self.seed_, dtype=np.uint64), epochs_done=np.array(self.epochs_done_),
+            alpha=np.array(self.alpha_),
             history=np.array(json.dumps(self.history_)),
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
             train_data=self.train_matrix_.data,
@@ -567,6 +596,8 @@ class WARPFactorizer(FactorRecommender):
             model.bias_grad_sq_ = data["bias_grad_sq"]
             model.seed_ = int(data["seed"])
             model.epochs_done_ = int(data["epochs_done"])
+            # files written before alpha="auto" existed have a numeric alpha
+            model.alpha_ = float(data["alpha"]) if "alpha" in data else float(model.alpha)
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
             model.train_matrix_ = sp.csr_matrix(

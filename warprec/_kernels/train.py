@@ -415,19 +415,20 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
 
 
 @njit(inline="always", **JIT)
-def first_violator(U, V, b, GV, indices, start, end, u, f_i, max_sampled, neg_cdf, key,
-                   counter, candidates, drawn, prefetch_rows):
+def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, key, counter,
+                   candidates, drawn):
     """Draw negatives until one violates the margin, ``1 + f(u, j) > f(u, i)``.
 
     Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N``, or
-    ``(-1, 0, max_sampled)``. With ``prefetch_rows`` the candidates are drawn
+    ``(-1, 0, max_sampled)``. With a ``candidates`` array (None: no prefetching; the
+    branch is pruned at compile time) the candidates are drawn
     ``CANDIDATES_AHEAD`` draws early (the same draws: they do not depend on scores) and
     their rows prefetched, so memory latency overlaps the scoring of earlier ones; the
     first ``drawn`` of them are already in ``candidates`` (see :func:`draw_early`).
     """
     n_items = V.shape[0]
     for trial in range(1, max_sampled + 1):
-        if prefetch_rows:
+        if candidates is not None:
             while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
                 c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + drawn)
                 candidates[drawn] = c
@@ -446,13 +447,16 @@ def first_violator(U, V, b, GV, indices, start, end, u, f_i, max_sampled, neg_cd
 @njit(**JIT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows, stop, stats):
+                neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop, stats):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
     branches before typing them, so each mode compiles only its own code): ``grades``
     given means the ordinal loss, else ``table`` given means WARP (with the exact rank
-    when ``violators``, this thread's work array, is given) and ``table=None`` means BPR.
+    when ``violators``, this thread's work array, is given) and ``table=None`` means BPR;
+    ``candidates`` given, a (n_threads, 2, max_sampled) work array of which this slice
+    uses row ``thread``, means prefetching (upcoming rows are prefetched and negative
+    candidates drawn early).
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
     meets a non-finite update and makes the others return early. Returns ``False`` on a
     non-finite update.
@@ -466,8 +470,8 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     n_trials = 0
     loss_sum = 0.0
     rank_loss_sum = 0.0
-    # candidates of this sample and the next (drawn early when prefetching)
-    candidates = np.empty((2, max_sampled), np.int64)
+    # candidates[thread] holds those of this sample and the next, drawn early when
+    # prefetching; None (pruned at compile time) when not
     n_early = np.zeros(2, np.int64)
     if grades is not None:
         list_len = kos_n + max_sampled
@@ -481,13 +485,13 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     for s in range(lo, hi):
         if stop[0]:
             break
-        if prefetch_rows:
+        if candidates is not None:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
                            order, s, hi)
             if table is not None and violators is None and grades is None and s + 1 < hi:
                 n_early[(s + 1) & 1] = draw_early(V, b, indptr, indices, sample_users, order,
                                                   s + 1, max_sampled, kos_n, neg_cdf, seed,
-                                                  epoch, candidates[(s + 1) & 1])
+                                                  epoch, candidates[thread, (s + 1) & 1])
         p = order[s]
         u = sample_users[p]
         start = indptr[u]
@@ -545,9 +549,13 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                                               counter)
             n_trials += n_neg
         else:
-            j, f_j, trial = first_violator(U, V, b, GV, indices, start, end, u, f_i,
-                                           max_sampled, neg_cdf, key, counter,
-                                           candidates[s & 1], n_early[s & 1], prefetch_rows)
+            if candidates is None:
+                j, f_j, trial = first_violator(U, V, b, indices, start, end, u, f_i,
+                                               max_sampled, neg_cdf, key, counter, None, 0)
+            else:
+                j, f_j, trial = first_violator(U, V, b, indices, start, end, u, f_i,
+                                               max_sampled, neg_cdf, key, counter,
+                                               candidates[thread, s & 1], n_early[s & 1])
             n_trials += trial
             if j >= 0:
                 lw = rank_loss_weight(table, max((n_neg - 1) // trial, 1), n_neg,
@@ -577,8 +585,11 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
 def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
                  order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
                  neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
-                 prefetch_rows, stats):
-    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread."""
+                 candidates, stats):
+    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread.
+
+    ``violators`` and ``candidates`` are per-thread work arrays or None (see
+    :func:`train_slice`)."""
     n = order.shape[0]
     per = (n + n_threads - 1) // n_threads
     failed = np.zeros(n_threads, np.bool_)
@@ -596,7 +607,7 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
         failed[t] = not train_slice(
             U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
             lo, hi, table, top_fraction, normalize, work, max_sampled, kos_k, kos_n, neg_cdf,
-            lr, reg, mnorm, adagrad, seed, epoch, prefetch_rows, stop, stats[t])
+            lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t), stop, stats[t])
     return not failed.any()
 
 
@@ -664,14 +675,16 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         ``True`` if every update stayed finite; ``False`` if an update would have
         produced NaN/Inf (it was not written and the slice stopped early).
     """
-    # the mode travels as None / not-None arguments, which Numba prunes on by type: one
-    # compiled specialisation per mode, and Python calls take the fast dispatch path
+    # the mode and prefetching travel as None / not-None arguments, which Numba prunes on
+    # by type: one compiled specialisation per mode (a fit compiles only the code it
+    # runs), and Python calls take the fast dispatch path
     # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
     # and do not prune: Numba types the non-literal version first)
     violators = (np.empty((n_threads, V.shape[0]), np.int64)
                  if exact_rank and loss_code == LOSS_WARP else None)
+    candidates = np.empty((n_threads, 2, max_sampled), np.int64) if prefetch_rows else None
     return _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight,
                         grades if loss_code == LOSS_ORDINAL else None, order,
                         None if loss_code == LOSS_BPR else table, top_fraction, normalize,
                         violators, max_sampled, kos_k, kos_n, neg_cdf, learning_rate, alpha,
-                        max_norm, adagrad, seed, epoch, n_threads, prefetch_rows, stats)
+                        max_norm, adagrad, seed, epoch, n_threads, candidates, stats)

@@ -19,6 +19,14 @@ def warm_up(n_threads):
     X.data[:] = 1.0
     tic = now()
     model = WARPFactorizer(n_components=8, epochs=1, n_threads=n_threads).fit(X)
+    # large fits prefetch, a code path that compiles separately: compile it here too
+    import warprec.model as model_module
+    threshold = model_module.PREFETCH_ABOVE_BYTES
+    model_module.PREFETCH_ABOVE_BYTES = 0
+    try:
+        WARPFactorizer(n_components=8, epochs=1, n_threads=n_threads).fit(X)
+    finally:
+        model_module.PREFETCH_ABOVE_BYTES = threshold
     evaluate_factors(model.user_factors_, model.item_factors_, model.item_biases_, X, None,
                      k=5, metrics=["ndcg"], n_threads=n_threads)
     model.recommend(np.arange(10), k=5)

@@ -301,6 +301,8 @@ def test_auto_alpha_follows_the_learning_rate_and_the_positives_per_item():
     model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
     assert model.alpha_ == kept
     assert WARPFactorizer(n_components=4, epochs=1, alpha=0.02).fit(X).alpha_ == 0.02
+    fast = WARPFactorizer(n_components=4, epochs=1, learning_rate=0.5).fit(X)
+    assert fast.alpha_ == pytest.approx(AUTO_ALPHA * 0.05 * 40 / 600)  # capped rate
     with pytest.raises(ValueError, match="'auto'"):
         WARPFactorizer(alpha="strong").fit(X)
 

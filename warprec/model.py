@@ -47,14 +47,17 @@ _ESTIMATORS = ("sampled", "exact")
 #: (tests/test_quality.py); LightFM 1.17's best on the same split is 0.300.
 TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.01, max_sampled=30, epochs=40)
 
-#: ``alpha="auto"`` resolves to ``AUTO_ALPHA * learning_rate * n_items / n_positives``.
+#: ``alpha="auto"`` resolves to
+#: ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) * n_items / n_positives``.
 #: The decay is applied on every update of a row, so its strength per epoch grows with
 #: the number of updates an item row gets (positives per item); the rule keeps it the
-#: same across data sizes and learning rates. Calibrated on the ML-100K split (best
-#: alpha 0.015 at lr 0.05, 0.01 at 0.03, 0.007 at 0.02; this rule gives 0.015, 0.009,
-#: 0.006) and the synthetic 4M-positive benchmark set (best 0.0015-0.005 at lr 0.05, where
-#: 0.015 loses 7% of NDCG@10; the rule gives 0.0047).
+#: same across data sizes. Calibrated on the ML-100K split (best alpha 0.015 at lr 0.05,
+#: 0.01 at 0.03, 0.007 at 0.02, <= 0.015 at 0.1; this rule gives 0.015, 0.009, 0.006,
+#: 0.015; without the cap, learning rates of 0.1-0.5 got 2-10x too much decay) and the
+#: synthetic 4M-positive benchmark set (best 0.0015-0.005 at lr 0.05, where 0.015 loses
+#: 7% of NDCG@10; the rule gives 0.0047).
 AUTO_ALPHA = 9.5
+AUTO_ALPHA_LR_CAP = 0.05
 
 
 class WARPFactorizer(FactorRecommender):
@@ -92,10 +95,10 @@ class WARPFactorizer(FactorRecommender):
         regularisation; biases are not decayed). 0 disables it. Without it WARP overfits
         after a few epochs at the default learning rate (NDCG@10 on the ML-100K split
         peaks near epoch 10 and then falls). ``"auto"`` uses
-        ``AUTO_ALPHA * learning_rate * n_items / n_positives`` of the first fit's matrix
-        (0.015 on the ML-100K split at the default learning rate, 0.0047 on 4M positives
-        over 40k items), because the decay per epoch grows with the updates per item
-        row; the value used is ``alpha_``.
+        ``AUTO_ALPHA * min(learning_rate, 0.05) * n_items / n_positives`` of the first
+        fit's matrix (0.015 on the ML-100K split at the default learning rate, 0.0047 on
+        4M positives over 40k items), because the decay per epoch grows with the updates
+        per item row; the value used is ``alpha_``.
     n_threads : int or None, default None
         Threads for training and scoring; None uses all of Numba's threads.
     random_state : int, numpy Generator or None, default 0
@@ -326,7 +329,8 @@ class WARPFactorizer(FactorRecommender):
         if isinstance(self.alpha, str):
             if not fresh and hasattr(self, "alpha_"):
                 return self.alpha_
-            alpha = AUTO_ALPHA * float(self.learning_rate) * matrix.shape[1] / max(matrix.nnz, 1)
+            rate = min(float(self.learning_rate), AUTO_ALPHA_LR_CAP)
+            alpha = AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1)
         else:
             alpha = float(self.alpha)
         if float(self.learning_rate) * alpha >= 1.0:

@@ -39,12 +39,10 @@ from .exceptions import WarprecWarning
 from .scoring import (
     _as_csr,
     _as_factor_arrays,
-    _block_scorer,
     _check_finite,
     _csr_arrays,
-    _default_block_rows,
     _empty_csr_arrays,
-    _iter_blocks,
+    _score_blocks,
 )
 
 __all__ = [
@@ -894,14 +892,10 @@ def _per_user_values(user_factors, item_factors, item_biases, test, train, count
         ideal_graded = _ideal_graded_dcg(test_rows, k, discounts)
     else:
         ideal_graded = np.full(users.shape[0], np.nan)
-    block_rows = _default_block_rows(item_factors.shape[0], block_size)
     values = np.empty((users.shape[0], _kmetrics.N_METRICS), dtype=np.float64)
-    buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
-                      dtype=np.float32)
-    score_block = _block_scorer(item_factors, users.shape[0])
     with kernel_threads(n_threads):
-        for start, stop in _iter_blocks(users.shape[0], block_rows):
-            block = score_block(user_factors[users[start:stop]], buffer)
+        for start, stop, block in _score_blocks(user_factors, item_factors, users,
+                                                block_size):
             _kmetrics.evaluate_rows(
                 block, item_biases, train_indptr[start:stop + 1], train_indices,
                 test_indptr[start:stop + 1], test_indices, test_gains,

@@ -4,8 +4,8 @@ Scores are ``f(u, i) = U[u] . V[i] + b[i]`` in float32. The users x items score
 matrix is never materialised: users are processed in blocks, each block's raw
 scores come from one float32 BLAS matmul (which releases the GIL; a Numba kernel
 scores small problems), and a parallel Numba kernel then masks excluded items and keeps
-the best k of every row with a size-k heap. The helpers in this module (argument checks, block sizing, thread
-control) are shared with :mod:`warprec.metrics`.
+the best k of every row with a size-k heap. The helpers in this module (argument checks,
+blocked scoring, thread control) are shared with :mod:`warprec.metrics`.
 """
 
 from __future__ import annotations
@@ -146,38 +146,34 @@ def _default_block_rows(n_cols, block_size=None):
     return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
 
 
-def _iter_blocks(n_rows, block_rows):
-    """Yield (start, stop) bounds of consecutive row blocks."""
-    for start in range(0, n_rows, block_rows):
-        yield start, min(start + block_rows, n_rows)
-
-
 #: Scoring problems of at most this many multiply-adds (all blocks together) are scored
 #: by a Numba kernel rather than BLAS: about 0.1 s of work on 2 cores.
 NUMBA_SCORING_MACS = 2**28
 
 
-def _block_scorer(item_factors, n_rows):
-    """A function ``(user_rows, buffer) -> block`` writing the raw scores
-    ``user_rows @ V.T`` (no biases) into ``buffer[:len(user_rows)]`` and returning them.
+def _score_blocks(user_factors, item_factors, users, block_size=None):
+    """Yield ``(start, stop, block)``: the raw scores ``U[users[start:stop]] @ V.T`` (no
+    biases) of consecutive blocks of ``users``, in one reused float32 buffer (a block is
+    overwritten by the next one).
 
-    ``n_rows`` users in all are to be scored. Small problems are scored by a Numba
-    kernel on the Numba threads: after a multi-threaded call, BLAS's worker threads
-    keep spinning for a while and slow down whatever runs next on the same cores (on
-    2 cores, training with an evaluation callback every 5 epochs ran 1.75x slower);
-    large problems use BLAS, which is faster per multiply-add and whose cost dominates.
+    Small problems are scored by a Numba kernel on the Numba threads: after a
+    multi-threaded call, BLAS's worker threads keep spinning for a while and slow down
+    whatever runs next on the same cores (on 2 cores, training with an evaluation
+    callback every 5 epochs ran 1.75x slower); large problems use BLAS, which is faster
+    per multiply-add and whose cost dominates.
     """
-    if n_rows * item_factors.shape[0] * item_factors.shape[1] <= NUMBA_SCORING_MACS:
-        def score(user_rows, buffer):
-            return dot_rows(user_rows, item_factors, buffer[: user_rows.shape[0]])
-        return score
-    item_factors_t = item_factors.T
-
-    def score_blas(user_rows, buffer):
-        block = buffer[: user_rows.shape[0]]
-        np.matmul(user_rows, item_factors_t, out=block)
-        return block
-    return score_blas
+    n_rows, (n_items, d) = users.shape[0], item_factors.shape
+    block_rows = _default_block_rows(n_items, block_size)
+    buffer = np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
+    small = n_rows * n_items * d <= NUMBA_SCORING_MACS
+    for start in range(0, n_rows, block_rows):
+        stop = min(start + block_rows, n_rows)
+        block = buffer[: stop - start]
+        if small:
+            dot_rows(user_factors[users[start:stop]], item_factors, block)
+        else:
+            np.matmul(user_factors[users[start:stop]], item_factors.T, out=block)
+        yield start, stop, block
 
 
 def _exclusion_for(exclude, users, n_users, n_items, columns):
@@ -256,7 +252,7 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
     n_users, n_items = user_factors.shape[0], item_factors.shape[0]
     users = _as_user_indices(users, n_users)
     k_eff = min(check_k(k), n_items)
-    block_rows = _default_block_rows(n_items, block_size)
+    _default_block_rows(n_items, block_size)  # a bad block_size fails before other checks
     columns = None
     if allowed_items is not None:
         columns = np.flatnonzero(_as_item_mask(allowed_items, n_items)).astype(np.int32)
@@ -268,12 +264,9 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
 
     out_items = np.empty((users.shape[0], k_eff), dtype=np.int32)
     out_scores = np.empty((users.shape[0], k_eff), dtype=np.float32)
-    score_block = _block_scorer(item_factors, users.shape[0])
-    buffer = np.empty((min(block_rows, users.shape[0]), item_factors.shape[0]),
-                      dtype=np.float32)
     with kernel_threads(n_threads):
-        for start, stop in _iter_blocks(users.shape[0], block_rows):
-            block = score_block(user_factors[users[start:stop]], buffer)
+        for start, stop, block in _score_blocks(user_factors, item_factors, users,
+                                                block_size):
             topk_rows(block, item_biases, excl_indptr[start:stop + 1], excl_indices,
                       out_items[start:stop], out_scores[start:stop])
     if columns is not None:

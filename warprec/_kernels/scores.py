@@ -1,7 +1,7 @@
 """Raw factor scores of a block of users computed on the Numba threads.
 
 Small scoring problems use :func:`dot_rows` instead of a BLAS matmul (see
-``warprec.scoring._block_scorer`` for why).
+``warprec.scoring._score_blocks`` for why).
 """
 
 import numpy as np

@@ -453,10 +453,10 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
     branches before typing them, so each mode compiles only its own code): ``grades``
     given means the ordinal loss, else ``table`` given means WARP (with the exact rank
-    when ``violators``, this thread's work array, is given) and ``table=None`` means BPR;
-    ``candidates`` given, a (n_threads, 2, max_sampled) work array of which this slice
-    uses row ``thread``, means prefetching (upcoming rows are prefetched and negative
-    candidates drawn early).
+    when ``violators`` is given) and ``table=None`` means BPR; ``candidates`` given means
+    prefetching (upcoming rows are prefetched and negative candidates drawn early).
+    Both are per-thread work arrays (n_threads, ...) of which this slice uses row
+    ``thread``.
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
     meets a non-finite update and makes the others return early. Returns ``False`` on a
     non-finite update.
@@ -545,7 +545,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         f_j = np.float32(0.0)
         if violators is not None:
             j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
-                                              top_fraction, normalize, violators, key,
+                                              top_fraction, normalize, violators[thread], key,
                                               counter)
             n_trials += n_neg
         else:
@@ -600,13 +600,9 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     for t in prange(n_threads):
         lo = min(n, t * per)
         hi = min(n, lo + per)
-        if violators is None:
-            work = None
-        else:
-            work = violators[t]
         failed[t] = not train_slice(
             U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
-            lo, hi, table, top_fraction, normalize, work, max_sampled, kos_k, kos_n, neg_cdf,
+            lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
             lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t), stop, stats[t])
     return not failed.any()
 

@@ -68,6 +68,13 @@ def _run(params, lr, train, test, train_exclude, metrics, seed):
     return result, seconds
 
 
+def _compile(params, data):
+    """One throw-away fit that compiles the kernel path of ``params`` (each loss compiles
+    its own) outside the timed runs."""
+    WARPFactorizer(epochs=1, n_components=8,
+                   **{k: v for k, v in params.items() if k != "epochs"}).fit(data)
+
+
 def compare(quick=False, seed=0):
     """Rows of the comparison table (best learning rate per option by NDCG@10)."""
     train, test = _split()
@@ -78,9 +85,7 @@ def compare(quick=False, seed=0):
         if quick:
             params = {**params, "epochs": 2}
             grid = grid[:1]
-        # one throw-away fit compiles the kernel path outside the timed runs
-        WARPFactorizer(epochs=1, n_components=8, **{k: v for k, v in params.items()
-                                                   if k != "epochs"}).fit(train.head(2000))
+        _compile(params, train.head(2000))
         best = None
         for lr in grid:
             result, seconds = _run(params, lr, train, test, train, binary, seed)
@@ -101,10 +106,7 @@ def _ordinal_row(train, test, quick, seed):
                            learning_rate=0.05, **params)
     from warprec.data import Interactions
     X = Interactions.from_frame(graded, weight_col="weight")
-    # a throw-away fit compiles the ordinal kernel path (each loss compiles its own)
-    WARPFactorizer(n_components=8, epochs=1, **{k: v for k, v in params.items()
-                                               if k != "epochs"}).fit(
-        Interactions.from_frame(graded.head(2000), weight_col="weight"))
+    _compile(params, Interactions.from_frame(graded.head(2000), weight_col="weight"))
     tic = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - tic

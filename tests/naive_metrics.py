@@ -25,6 +25,17 @@ def naive_ranking(score_row, eligible):
     return np.array(order, dtype=np.int64)
 
 
+def naive_eligible(n_items, user, exclude=None, allowed=None):
+    """Boolean mask of the items ``user`` may be recommended: not in ``exclude[user]``
+    and, if ``allowed`` is given, allowed."""
+    eligible = np.ones(n_items, dtype=bool)
+    if exclude is not None:
+        eligible[exclude[user].indices] = False
+    if allowed is not None:
+        eligible &= allowed
+    return eligible
+
+
 def naive_topk(scores, users, k, exclude=None, allowed=None):
     """Top-k items and scores per user by sorting every eligible item."""
     n_items = scores.shape[1]
@@ -32,11 +43,7 @@ def naive_topk(scores, users, k, exclude=None, allowed=None):
     items = np.full((len(users), k_eff), -1, dtype=np.int64)
     values = np.full((len(users), k_eff), -np.inf, dtype=np.float32)
     for row, user in enumerate(users):
-        eligible = np.ones(n_items, dtype=bool)
-        if exclude is not None:
-            eligible[exclude[user].indices] = False
-        if allowed is not None:
-            eligible &= allowed
+        eligible = naive_eligible(n_items, user, exclude, allowed)
         ranking = naive_ranking(scores[user], eligible)[:k_eff]
         items[row, : len(ranking)] = ranking
         values[row, : len(ranking)] = scores[user, ranking]

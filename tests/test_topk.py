@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from warprec.scoring import topk_items
 
 try:  # works whether or not tests/ is a package
-    from .naive_metrics import naive_scores, naive_topk
+    from .naive_metrics import naive_eligible, naive_scores, naive_topk
 except ImportError:
-    from naive_metrics import naive_scores, naive_topk
+    from naive_metrics import naive_eligible, naive_scores, naive_topk
 
 SCORE_TOL = 1e-5
 
@@ -42,11 +42,7 @@ def check_against_scores(items, scores, full, users, k, exclude=None, allowed=No
     n_items = full.shape[1]
     assert items.shape == scores.shape == (len(users), min(k, n_items))
     for row, user in enumerate(users):
-        eligible = np.ones(n_items, dtype=bool)
-        if exclude is not None:
-            eligible[exclude[user].indices] = False
-        if allowed is not None:
-            eligible &= allowed
+        eligible = naive_eligible(n_items, user, exclude, allowed)
         n_expected = min(k, int(eligible.sum()))
         kept = items[row, :n_expected]
         assert (items[row, n_expected:] == -1).all()

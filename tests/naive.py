@@ -40,12 +40,29 @@ def negatives_of(row_items, n_items):
     return [j for j in range(n_items) if j not in taken]
 
 
+REDRAWS = 32
+ATTEMPT_STRIDE = 2**40
+
+
+def draw_negative(key, counter, row_items, n_items):
+    """Draw ``counter`` of stream ``key``: a uniform item, redrawn (attempt ``a`` at
+    position ``counter + a * 2**40``) while it is in ``row_items``; after ``REDRAWS``
+    positives, the ``draw_below``-th of the listed negatives."""
+    taken = set(int(i) for i in row_items)
+    for attempt in range(REDRAWS):
+        j = draw_below(key, counter + attempt * ATTEMPT_STRIDE, n_items)
+        if j not in taken:
+            return j
+    negs = negatives_of(row_items, n_items)
+    return negs[draw_below(key, counter + REDRAWS * ATTEMPT_STRIDE, len(negs))]
+
+
 def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_sampled,
                adagrad, seed, epoch, loss="warp", max_norm=0.0):
     """One epoch of the WARP (or BPR) update rule, one positive at a time, in place.
 
     Mirrors ``warprec._kernels.train.train_epoch`` with one thread and uniform negatives:
-    for positive ``(u, i)`` draw negatives ``j`` (the ``draw_below``-th negative of u)
+    for positive ``(u, i)`` draw negatives ``j`` (:func:`draw_negative`, counters 0, 1, ...)
     until ``1 + f(u, j) > f(u, i)``; with N draws the rank is ``max(1, (Y-1)//N)`` and the
     gradient of ``L(rank) * (f(u, j) - f(u, i))`` (BPR: of ``-log sigmoid(f_i - f_j)``) is
     taken w.r.t. U[u], V[i], V[j], b[i], b[j]; the touched factor rows (not the biases)
@@ -65,13 +82,13 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
         w = f32(weights[p])
         f_i = f32(U[u] @ V[i] + b[i])
         if loss == "bpr":
-            j = negs[draw_below(key, 0, Y)]
+            j = draw_negative(key, 0, row, n_items)
             x = float(f_i - f32(U[u] @ V[j] + b[j]))
             g = f32(w * f32(1.0 / (1.0 + np.exp(x))))
         else:
             g = None
             for trial in range(1, max_sampled + 1):
-                j = negs[draw_below(key, trial - 1, Y)]
+                j = draw_negative(key, trial - 1, row, n_items)
                 if f32(U[u] @ V[j] + b[j]) + 1.0 > f_i:
                     rank = max((Y - 1) // trial, 1)
                     g = f32(w * table[min(rank, Y)])

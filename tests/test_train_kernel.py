@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import naive
-from warprec._kernels import rng, train
+from warprec._kernels import negatives, rng, train
 from warprec.weights import resolve_rank_weighting
 
 
@@ -37,8 +37,14 @@ def test_nth_negative_lists_the_negatives_in_order(positives):
     n_items = 10
     indices = np.array(positives, dtype=np.int32)
     expected = naive.negatives_of(positives, n_items)
-    got = [train.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
+    got = [negatives.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
     assert got == expected
+
+
+def _filter(X, words=None):
+    """The kernel's positive filter of ``X``: exact by default, else ``words`` wide."""
+    n_words = negatives.filter_words(*X.shape) if words is None else words
+    return negatives.positive_filter(X.indptr, X.indices, X.shape[1], n_words)
 
 
 def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
@@ -54,17 +60,18 @@ def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
     return X, U, V, b, gen
 
 
-@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch", [
-    (train.LOSS_WARP, True, 0.0, 0.0, False),
-    (train.LOSS_WARP, True, 0.0, 0.0, True),
-    (train.LOSS_WARP, False, 0.05, 0.0, False),
-    (train.LOSS_WARP, True, 0.02, 0.8, True),
-    (train.LOSS_BPR, True, 0.01, 0.0, False),
-    (train.LOSS_BPR, False, 0.0, 0.0, True),
+@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch,words", [
+    (train.LOSS_WARP, True, 0.0, 0.0, False, None),
+    (train.LOSS_WARP, True, 0.0, 0.0, True, 1),
+    (train.LOSS_WARP, False, 0.05, 0.0, False, 2),
+    (train.LOSS_WARP, True, 0.02, 0.8, True, None),
+    (train.LOSS_BPR, True, 0.01, 0.0, False, 1),
+    (train.LOSS_BPR, False, 0.0, 0.0, True, None),
 ])
-def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefetch):
-    """Prefetching is only a hint: with or without it the kernel follows the reference."""
-    X, U, V, b, gen = _problem(7)
+def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefetch, words):
+    """Prefetching and the filter width are only speed devices: with any of them the
+    kernel follows the reference (80 items: 2 words are exact, 1 word is hashed)."""
+    X, U, V, b, gen = _problem(7, n_items=80, density=0.15)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
@@ -74,8 +81,9 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     stats = np.zeros((1, train.N_STATS))
     ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights,
                            np.zeros(0, np.int64), order,
-                           table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0), 0.1, alpha,
-                           max_norm, adagrad, 1234, 3, 1, prefetch, stats)
+                           table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0),
+                           _filter(X, words), 0.1, alpha, max_norm, adagrad, 1234, 3, 1, prefetch,
+                           stats)
     assert ok
     naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=5,
                      adagrad=adagrad, seed=1234, epoch=3,
@@ -104,7 +112,7 @@ def test_prefetching_changes_no_draw(kos_n, neg_cdf):
         assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                                  np.ones(X.nnz, np.float32), np.zeros(0, np.int64), order,
                                  table, 1.0, False, train.LOSS_WARP, False, 6, 2, kos_n, cdf,
-                                 0.1, 0.01, 0.0, True, 99, 2, 1, prefetch, stats)
+                                 _filter(X), 0.1, 0.01, 0.0, True, 99, 2, 1, prefetch, stats)
         results.append((params, stats.copy()))
     (fast, fast_stats), (slow, slow_stats) = results
     for a, b_ in zip(fast, slow):
@@ -121,8 +129,8 @@ def test_kernel_refuses_non_finite_updates():
     table = resolve_rank_weighting("auc", X.shape[1]).table
     ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                            np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
-                           train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), 1e6, 0.0, 0.0, False, 1, 0, 1,
-                           False, np.zeros((1, train.N_STATS)))
+                           train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), _filter(X), 1e6, 0.0, 0.0,
+                           False, 1, 0, 1, False, np.zeros((1, train.N_STATS)))
     assert not ok
     for p, q in zip(params, before):
         assert np.isfinite(p).all() or np.array_equal(p, q)
@@ -135,8 +143,77 @@ def test_nth_negative_random_rows():
         positives = np.sort(gen.choice(n_items, int(gen.integers(0, n_items)), replace=False))
         indices = positives.astype(np.int32)
         expected = naive.negatives_of(positives, n_items)
-        got = [train.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
+        got = [negatives.nth_negative(indices, 0, len(indices), r)
+               for r in range(len(expected))]
         assert got == expected
+
+
+@pytest.mark.parametrize("n_items", [1, 63, 64, 65, 200])
+def test_filters_of_any_width_answer_membership_exactly(n_items):
+    """Exact filters and hashed ones (fewer words than items / 64) tell positives from
+    negatives exactly; the hashed ones through a binary search on a set bit."""
+    gen = np.random.default_rng(n_items)
+    rows = [np.sort(gen.choice(n_items, int(gen.integers(0, n_items + 1)), replace=False))
+            for _ in range(25)]
+    X = sp.csr_matrix((np.ones(sum(map(len, rows)), np.float32),
+                       np.concatenate(rows).astype(np.int32),
+                       np.concatenate([[0], np.cumsum(list(map(len, rows)))])),
+                      shape=(len(rows), n_items))
+    exact = negatives.filter_words(*X.shape)
+    assert exact == max((n_items + 63) // 64, 1)
+    for words in sorted({1, 2, exact}):
+        filt = _filter(X, words)
+        shift = negatives.filter_shift(words, n_items)
+        assert (shift == 0) == (words * 64 >= n_items)
+        for u, row in enumerate(rows):
+            start, end = X.indptr[u], X.indptr[u + 1]
+            got = [negatives.is_positive(filt, shift, u, j, X.indices, start, end)
+                   for j in range(n_items)]
+            assert got == [j in set(row.tolist()) for j in range(n_items)]
+
+
+def test_filter_budget_hashes_to_a_power_of_two():
+    assert negatives.filter_words(943, 1682) == 27  # ML-100K: exact, 204 KB
+    assert negatives.filter_words(100_000, 40_000, max_bytes=16 * 2**20) == 16
+    assert negatives.filter_words(10**8, 40_000, max_bytes=16 * 2**20) == 1
+
+
+def test_negative_draws_follow_the_reference():
+    """Redraws of positives, and the exact fallback after REDRAWS positives in a row
+    (rows holding 60 of 64 items reach it about once in eight draws)."""
+    gen = np.random.default_rng(3)
+    fallbacks = 0
+    for n_items, n_pos in [(64, 60), (64, 63), (100, 10), (300, 150), (5, 0)]:
+        row = np.sort(gen.choice(n_items, n_pos, replace=False)).astype(np.int32)
+        X = sp.csr_matrix((np.ones(n_pos, np.float32), row, [0, n_pos]), shape=(1, n_items))
+        for words in (1, negatives.filter_words(1, n_items)):
+            filt = _filter(X, words)
+            shift = negatives.filter_shift(words, n_items)
+            for counter in range(200):
+                key = naive.stream_key(5, 1, counter)
+                got = negatives.draw_negative(row, 0, n_pos, 0, n_items, np.zeros(0), filt,
+                                              shift, np.uint64(key), counter)
+                assert got == naive.draw_negative(key, counter, row, n_items)
+                assert got not in set(row.tolist())
+                fallbacks += all(naive.draw_below(key, counter + a * naive.ATTEMPT_STRIDE,
+                                                  n_items) in set(row.tolist())
+                                 for a in range(naive.REDRAWS))
+    assert fallbacks > 20
+
+
+def test_negative_draws_are_uniform_over_the_negatives():
+    n_items = 64
+    row = np.arange(0, 64, 2, dtype=np.int32)[:30]  # 30 positives, 34 negatives
+    X = sp.csr_matrix((np.ones(30, np.float32), row, [0, 30]), shape=(1, n_items))
+    filt = _filter(X)
+    key = np.uint64(naive.stream_key(8, 0, 0))
+    draws = [negatives.draw_negative(row, 0, 30, 0, n_items, np.zeros(0), filt, 0, key, c)
+             for c in range(34_000)]
+    counts = np.bincount(draws, minlength=n_items)
+    assert counts[row].sum() == 0
+    neg = np.setdiff1d(np.arange(n_items), row)
+    chi2 = ((counts[neg] - 1000) ** 2 / 1000).sum()
+    assert chi2 < 66.0  # 99.9% quantile of chi-square with 33 degrees of freedom
 
 
 def test_exact_rank_mode_counts_every_violator():
@@ -148,8 +225,8 @@ def test_exact_rank_mode_counts_every_violator():
     # learning_rate 0 turns the epoch into a pure evaluation of the rank loss
     train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                       np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
-                      train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, False, 1, 0,
-                      1, False, stats)
+                      train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), _filter(X), 0.0, 0.0, 0.0,
+                      False, 1, 0, 1, False, stats)
     scores = U @ V.T + b
     expected = 0.0
     for u in range(X.shape[0]):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from warprec._kernels import negatives as kernel_negatives
 from warprec._kernels import train
 from warprec.weights import resolve_rank_weighting
 
@@ -90,8 +91,9 @@ def test_kernel_rank_loss_equals_seed_error(name, extra):
     train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, np.zeros(3, np.int32),
                       np.full(3, 1 / 3, np.float32), np.zeros(0, np.int64), np.arange(3),
                       weighting.table, weighting.top_fraction, weighting.normalize,
-                      train.LOSS_WARP, True, 10, 1, 1, np.zeros(0), 0.0, 0.0, 0.0, True, 0, 0,
-                      1, False, stats)
+                      train.LOSS_WARP, True, 10, 1, 1, np.zeros(0),
+                      kernel_negatives.positive_filter(X.indptr, X.indices, n_items, 1), 0.0,
+                      0.0, 0.0, True, 0, 0, 1, False, stats)
     assert stats[0, train.STAT_RANK_LOSS] == pytest.approx(expected, rel=1e-6)
     np.testing.assert_array_equal(b, scores)  # learning rate 0: scores unchanged
 

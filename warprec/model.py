@@ -23,6 +23,7 @@ from . import __version__
 from ._base import FactorRecommender, _is_frame, _is_interactions
 from ._threads import kernel_threads, resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
+from ._kernels import negatives as _negatives
 from ._kernels import train as _train
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
@@ -266,18 +267,21 @@ class WARPFactorizer(FactorRecommender):
         weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
                                            top_fraction=self.top_fraction)
         neg_cdf = self._negative_cdf(matrix, config)
+        filt = _negatives.positive_filter(
+            matrix.indptr, matrix.indices, matrix.shape[1],
+            _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
         grades = self._grades(matrix, config)
         stats = np.zeros((n_threads, _train.N_STATS))
         progress = _progress(config["epochs"], self.verbose)
         try:
             with kernel_threads(n_threads):
-                self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, stats,
-                             progress, callback)
+                self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, filt,
+                             stats, progress, callback)
         finally:
             progress.close()
         return self
 
-    def _epochs(self, config, matrix, users, weights, grades, weighting, neg_cdf, stats,
+    def _epochs(self, config, matrix, users, weights, grades, weighting, neg_cdf, filt, stats,
                 progress, callback):
         """The epoch loop of :meth:`_train` (inside ``kernel_threads``)."""
         n_threads = config["n_threads"]
@@ -293,7 +297,7 @@ class WARPFactorizer(FactorRecommender):
                 matrix.indptr, matrix.indices, users, weights, grades, order,
                 weighting.table, weighting.top_fraction, weighting.normalize,
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
-                config["kos_k"], config["kos_n"], neg_cdf, float(self.learning_rate),
+                config["kos_k"], config["kos_n"], neg_cdf, filt, float(self.learning_rate),
                 self.alpha_, float(self.max_norm or 0.0), config["adagrad"],
                 self.seed_, epoch, n_threads, prefetch_rows, stats)
             seconds = time.perf_counter() - tic

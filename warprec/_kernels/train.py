@@ -6,8 +6,9 @@ Each sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample.
 
 Model: ``f(u, i) = <U[u], V[i]> + b[i]``. For a positive ``(u, i)`` WARP draws
-negatives uniformly from the items ``u`` has not interacted with until one violates the
-margin, ``1 + f(u, j) > f(u, i)``, or ``max_sampled`` draws pass. After ``N`` draws the
+negatives uniformly from the items ``u`` has not interacted with (see :mod:`.negatives`)
+until one violates the margin, ``1 + f(u, j) > f(u, i)``, or ``max_sampled`` draws pass.
+After ``N`` draws the
 rank of ``i`` is estimated as ``floor((Y - 1) / N)`` (``Y`` the user's number of
 negatives; at least 1 since a violator was found) and the hinge
 ``L(rank) * (1 - f(u, i) + f(u, j))`` is descended.
@@ -19,7 +20,8 @@ from numba import njit, prange
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, PJIT
 from .prefetch import prefetch, prefetch_row
-from .rng import draw_below, draw_unit, stream_key
+from .negatives import draw_negative, filter_shift
+from .rng import draw_below, stream_key
 
 LOSS_WARP = 0
 LOSS_BPR = 1
@@ -30,38 +32,6 @@ STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3,
 N_STATS = 5
 
 
-@njit(inline="always", **JIT)
-def nth_negative(indices, start, end, r):
-    """The ``r``-th (0-based) column absent from the sorted ``indices[start:end]``.
-
-    Below the k-th positive ``q_k`` lie ``q_k - k`` negatives, a non-decreasing sequence,
-    so the answer is ``r + #{k : q_k - k <= r}``, found by binary search.
-    """
-    # branch-free lower bound: count = #{k < n : q_k - k <= r}
-    n = end - start
-    base = 0
-    while n > 1:
-        half = n >> 1
-        probe = base + half
-        base = probe if indices[start + probe - 1] - (probe - 1) <= r else base
-        n -= half
-    if n == 1 and indices[start + base] - base <= r:
-        base += 1
-    return r + base
-
-
-@njit(inline="always", **JIT)
-def is_member(indices, start, end, j):
-    """Whether ``j`` is in the sorted ``indices[start:end]``."""
-    lo = start
-    hi = end
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if indices[mid] < j:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and indices[lo] == j
 
 
 @njit(inline="always", **JIT)
@@ -72,25 +42,6 @@ def score(U, V, b, u, i):
         acc += U[u, f] * V[i, f]
     return acc + b[i]
 
-
-@njit(inline="always", **JIT)
-def draw_negative(indices, start, end, n_items, neg_cdf, key, counter):
-    """A negative item for the user whose positives are ``indices[start:end]``.
-
-    Uniform over the user's negatives when ``neg_cdf`` is empty; otherwise drawn from the
-    item distribution whose cumulative sums are ``neg_cdf`` (positives redrawn, at most 32
-    times, after which a uniform negative is taken).
-    """
-    n_neg = n_items - (end - start)
-    if neg_cdf.shape[0] > 0:
-        for attempt in range(32):
-            j = np.int64(np.searchsorted(neg_cdf, draw_unit(key, counter + 1000 + attempt),
-                                         side="right"))
-            if j >= n_items:
-                j = n_items - 1
-            if not is_member(indices, start, end, j):
-                return j
-    return nth_negative(indices, start, end, draw_below(key, counter, n_neg))
 
 
 @njit(inline="always", **JIT)
@@ -262,8 +213,8 @@ def _clip_row(buf, row, max_norm):
 
 
 @njit(**JIT)
-def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated, neg_cdf, key,
-                 counter, items, labels, f_list):
+def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated, neg_cdf, filt,
+                 shift, key, counter, items, labels, f_list):
     """Fill the list of an ordinal step: positive ``p``, ``n_rated - 1`` more of the user's
     rated items (drawn with replacement) with their grades, and ``n_unrated`` negatives
     with grade 0. Returns the list length."""
@@ -277,7 +228,7 @@ def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated,
         m += 1
     if n_items > n_pos:
         for t in range(n_unrated):
-            items[m] = draw_negative(indices, start, end, n_items, neg_cdf, key,
+            items[m] = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
                                      counter + n_rated + t)
             labels[m] = 0
             m += 1
@@ -352,14 +303,14 @@ LIST_LINES = 4
 
 
 @njit(inline="always", **JIT)
-def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight, order, s,
-                   hi):
+def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight, filt, order,
+                   s, hi):
     """Ask for the memory later samples of this slice will read (a staged pipeline).
 
     Sample ``s + 2 * SAMPLES_AHEAD``: its user and item ids; sample ``s + SAMPLES_AHEAD``:
-    its user's CSR bounds, user and positive-item rows (with their Adagrad rows); sample
-    ``s + 2``: the first ``LIST_LINES`` cache lines of the user's positives list, which
-    :func:`draw_early` searches at sample ``s + 1``.
+    its user's CSR bounds and filter row, the user and positive-item rows (with their
+    Adagrad rows); sample ``s + 2``: the first ``LIST_LINES`` cache lines of the user's
+    positives list, which :func:`draw_early` may search at sample ``s + 1``.
     """
     far = s + 2 * SAMPLES_AHEAD
     if far < hi:
@@ -375,6 +326,7 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         prefetch(indptr, u)
         prefetch_row(U, u)
         prefetch_row(GU, u)
+        prefetch_row(filt, u)
         prefetch_row(V, i)
         prefetch_row(GV, i)
         prefetch(b, i)
@@ -388,7 +340,7 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
 
 @njit(inline="always", **JIT)
 def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n, neg_cdf,
-               seed, epoch, candidates):
+               filt, shift, seed, epoch, candidates):
     """Draw the first ``CANDIDATES_EARLY`` negative candidates of sample ``s`` into
     ``candidates`` and prefetch their rows; returns how many were drawn.
 
@@ -407,7 +359,8 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
     counter = kos_n if kos_n > 1 else 0
     n = min(CANDIDATES_EARLY, max_sampled)
     for t in range(n):
-        c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + t)
+        c = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
+                          counter + t)
         candidates[t] = c
         prefetch_row(V, c)
         prefetch(b, c)
@@ -415,8 +368,8 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
 
 
 @njit(inline="always", **JIT)
-def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, key, counter,
-                   candidates, drawn):
+def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, filt, shift, key,
+                   counter, candidates, drawn):
     """Draw negatives until one violates the margin, ``1 + f(u, j) > f(u, i)``.
 
     Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N``, or
@@ -430,14 +383,16 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, k
     for trial in range(1, max_sampled + 1):
         if candidates is not None:
             while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
-                c = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + drawn)
+                c = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
+                                  counter + drawn)
                 candidates[drawn] = c
                 prefetch_row(V, c)
                 prefetch(b, c)
                 drawn += 1
             j = candidates[trial - 1]
         else:
-            j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter + trial - 1)
+            j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
+                              counter + trial - 1)
         f_j = score(U, V, b, u, j)
         if f_j + 1.0 > f_i:
             return j, f_j, trial
@@ -447,7 +402,8 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, k
 @njit(**JIT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                neg_cdf, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop, stats):
+                neg_cdf, filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop,
+                stats):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
@@ -463,6 +419,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     """
     n_items = V.shape[0]
     d = U.shape[1]
+    shift = filter_shift(filt.shape[1], n_items)
     buf = np.empty((6, d), np.float32)
     ok = True
     n_samples = 0
@@ -487,11 +444,12 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             break
         if candidates is not None:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
-                           order, s, hi)
+                           filt, order, s, hi)
             if table is not None and violators is None and grades is None and s + 1 < hi:
                 n_early[(s + 1) & 1] = draw_early(V, b, indptr, indices, sample_users, order,
-                                                  s + 1, max_sampled, kos_n, neg_cdf, seed,
-                                                  epoch, candidates[thread, (s + 1) & 1])
+                                                  s + 1, max_sampled, kos_n, neg_cdf, filt,
+                                                  shift, seed, epoch,
+                                                  candidates[thread, (s + 1) & 1])
         p = order[s]
         u = sample_users[p]
         start = indptr[u]
@@ -504,7 +462,8 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         counter = 0
         if grades is not None:
             m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
-                             max_sampled, neg_cdf, key, counter, items, labels, f_list)
+                             max_sampled, neg_cdf, filt, shift, key, counter, items, labels,
+                             f_list)
             value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
             n_trials += m
             loss_sum += sample_weight[p] * value
@@ -522,7 +481,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         w = sample_weight[p]
         f_i = score(U, V, b, u, i)
         if table is None:
-            j = draw_negative(indices, start, end, n_items, neg_cdf, key, counter)
+            j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, counter)
             x = f_i - score(U, V, b, u, j)
             # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
             if x >= 0:
@@ -551,10 +510,11 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         else:
             if candidates is None:
                 j, f_j, trial = first_violator(U, V, b, indices, start, end, u, f_i,
-                                               max_sampled, neg_cdf, key, counter, None, 0)
+                                               max_sampled, neg_cdf, filt, shift, key, counter,
+                                               None, 0)
             else:
                 j, f_j, trial = first_violator(U, V, b, indices, start, end, u, f_i,
-                                               max_sampled, neg_cdf, key, counter,
+                                               max_sampled, neg_cdf, filt, shift, key, counter,
                                                candidates[thread, s & 1], n_early[s & 1])
             n_trials += trial
             if j >= 0:
@@ -584,7 +544,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
 @njit(**PJIT)
 def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
                  order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                 neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
+                 neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
                  candidates, stats):
     """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread.
 
@@ -603,13 +563,13 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
         failed[t] = not train_slice(
             U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
             lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
-            lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t), stop, stats[t])
+            filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t), stop, stats[t])
     return not failed.any()
 
 
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
-                neg_cdf, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
+                neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
                 prefetch_rows, stats):
     """Run one epoch of Hogwild SGD over ``order``.
 
@@ -646,6 +606,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         positives of the same user drawn with replacement.
     neg_cdf : float64 array
         Empty for uniform negatives, else cumulative item sampling probabilities.
+    filt : uint64 array (n_users, n_words)
+        The users' filters of positives, from ``negatives.positive_filter`` (any width
+        gives the same draws; see :mod:`.negatives`).
     learning_rate, alpha : float
         Step size and decoupled weight decay of the touched factor rows.
     max_norm : float
@@ -682,5 +645,5 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     return _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight,
                         grades if loss_code == LOSS_ORDINAL else None, order,
                         None if loss_code == LOSS_BPR else table, top_fraction, normalize,
-                        violators, max_sampled, kos_k, kos_n, neg_cdf, learning_rate, alpha,
+                        violators, max_sampled, kos_k, kos_n, neg_cdf, filt, learning_rate, alpha,
                         max_norm, adagrad, seed, epoch, n_threads, candidates, stats)

@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..losses import ordinal_loss_grad_unit
-from ._flags import JIT, PJIT
+from ._flags import JIT, JIT_NO_NRT, PJIT
+from .borrow import borrow
 from .prefetch import prefetch, prefetch_row
 from .negatives import draw_negative, filter_shift
 from .rng import draw_below, stream_key
@@ -60,72 +61,93 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 @njit(inline="always", **JIT)
 def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, buf):
-    """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j].
+    """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j]
+    (``i != j``).
 
     The factor rows also decay by ``1 - lr * alpha`` (decoupled weight decay, applied
     only to the rows an update touches, so frequent users/items are shrunk more often);
     biases are not decayed. With Adagrad the gradient step is divided per coordinate by
     the root of the accumulated squared gradients.
 
-    New values are computed into ``buf`` first and written only if all are finite, so
-    the parameters never hold NaN/Inf. Returns ``False`` (and writes nothing) otherwise.
+    A first pass computes the new values without storing them; only if their sum is
+    finite are they written (row by row, so each loop has one or two store streams and
+    vectorises), so the parameters never hold NaN/Inf. Returns ``False`` (and writes
+    nothing) otherwise. ``buf`` is scratch of at least one row of length ``d``.
     """
     d = U.shape[1]
-    check = np.float32(0.0)
     decay = np.float32(1.0) - lr * alpha
-    for f in range(d):
-        uf = U[u, f]
-        vi = V[i, f]
-        vj = V[j, f]
-        gu = g * (vj - vi)
-        gi = -g * uf
-        gj = g * uf
-        if adagrad:
-            au = GU[u, f] + gu * gu
-            ai = GV[i, f] + gi * gi
-            aj = GV[j, f] + gj * gj
-            buf[3, f] = au
-            buf[4, f] = ai
-            buf[5, f] = aj
-            buf[0, f] = decay * uf - lr * gu / np.sqrt(au)
-            buf[1, f] = decay * vi - lr * gi / np.sqrt(ai)
-            buf[2, f] = decay * vj - lr * gj / np.sqrt(aj)
-        else:
-            buf[0, f] = decay * uf - lr * gu
-            buf[1, f] = decay * vi - lr * gi
-            buf[2, f] = decay * vj - lr * gj
-        check += buf[0, f] + buf[1, f] + buf[2, f]
-    for row in range(3):
-        _clip_row(buf, row, max_norm)
-    gbi = -g
-    gbj = g
+    Uu = U[u]
+    Vi = V[i]
+    Vj = V[j]
+    check = np.float32(0.0)
     if adagrad:
-        abi = Gb[i] + gbi * gbi
-        abj = Gb[j] + gbj * gbj
-        new_bi = b[i] - lr * gbi / np.sqrt(abi)
-        new_bj = b[j] - lr * gbj / np.sqrt(abj)
+        GUu = GU[u]
+        GVi = GV[i]
+        GVj = GV[j]
+        for f in range(d):
+            gu = g * (Vj[f] - Vi[f])
+            gv = g * Uu[f]  # the gradient of V[j]; V[i]'s is its opposite
+            check += (decay * Uu[f] - lr * gu / np.sqrt(GUu[f] + gu * gu)
+                      + decay * Vi[f] + lr * gv / np.sqrt(GVi[f] + gv * gv)
+                      + decay * Vj[f] - lr * gv / np.sqrt(GVj[f] + gv * gv))
+        # the scalar bias steps in float64 (g * g and lr * g are exact there), so that
+        # whether LLVM fuses or pairs them up cannot change a bit of the float32 result
+        gg = np.float64(g) * np.float64(g)
+        step = np.float64(lr) * np.float64(g)
+        abi = np.float32(Gb[i] + gg)
+        abj = np.float32(Gb[j] + gg)
+        new_bi = np.float32(b[i] + step / np.sqrt(np.float64(abi)))
+        new_bj = np.float32(b[j] - step / np.sqrt(np.float64(abj)))
     else:
+        for f in range(d):
+            check += (decay * Uu[f] - lr * g * (Vj[f] - Vi[f])
+                      + decay * Vi[f] + lr * g * Uu[f]
+                      + decay * Vj[f] - lr * g * Uu[f])
         abi = np.float32(0.0)
         abj = np.float32(0.0)
-        new_bi = b[i] - lr * gbi
-        new_bj = b[j] - lr * gbj
+        step = np.float64(lr) * np.float64(g)
+        new_bi = np.float32(b[i] + step)
+        new_bj = np.float32(b[j] - step)
     check += new_bi + new_bj
     if not np.isfinite(check):
         return False
+    gu_row = buf[0]
     for f in range(d):
-        U[u, f] = buf[0, f]
-        V[i, f] = buf[1, f]
-        V[j, f] = buf[2, f]
+        gu_row[f] = g * (Vj[f] - Vi[f])  # U's gradient, taken before the item rows move
+    _step_row(V, GV, i, Uu, -g, lr, decay, adagrad, max_norm)
+    _step_row(V, GV, j, Uu, g, lr, decay, adagrad, max_norm)
+    _step_row(U, GU, u, gu_row, np.float32(1.0), lr, decay, adagrad, max_norm)
     b[i] = new_bi
     b[j] = new_bj
     if adagrad:
-        for f in range(d):
-            GU[u, f] = buf[3, f]
-            GV[i, f] = buf[4, f]
-            GV[j, f] = buf[5, f]
         Gb[i] = abi
         Gb[j] = abj
     return True
+
+
+@njit(inline="always", **JIT)
+def _step_row(P, G, r, grad, scale, lr, decay, adagrad, max_norm):
+    """``P[r]`` takes a decayed step along the gradient ``scale * grad`` in place (Adagrad:
+    ``G[r]`` first accumulates its square), then max-norm if ``max_norm > 0``."""
+    row = P[r]
+    if adagrad:
+        acc = G[r]
+        for f in range(row.shape[0]):
+            gf = scale * grad[f]
+            acc[f] += gf * gf
+        for f in range(row.shape[0]):
+            row[f] = decay * row[f] - lr * (scale * grad[f]) / np.sqrt(acc[f])
+    else:
+        for f in range(row.shape[0]):
+            row[f] = decay * row[f] - lr * (scale * grad[f])
+    if max_norm > 0:
+        sq = np.float32(0.0)
+        for f in range(row.shape[0]):
+            sq += row[f] * row[f]
+        if sq > max_norm * max_norm:
+            shrink = max_norm / np.sqrt(sq)
+            for f in range(row.shape[0]):
+                row[f] *= shrink
 
 
 @njit(**JIT)
@@ -238,13 +260,14 @@ def ordinal_list(U, V, b, indices, start, end, u, p, grades, n_rated, n_unrated,
 
 
 @njit(**JIT)
-def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter):
+def kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter, best_pos,
+                 best_score):
     """k-OS positive: the ``kos_k``-th best scored of ``kos_n`` positives drawn with
-    replacement from the user's row. Returns the chosen column position in ``indices``."""
+    replacement from the user's row. Returns the chosen column position in ``indices``.
+    ``best_pos`` (int64) and ``best_score`` (float64) are work arrays of at least
+    ``kos_n`` entries."""
     n_pos = end - start
     n = min(kos_n, n_pos)
-    best_pos = np.empty(n, np.int64)
-    best_score = np.empty(n, np.float32)
     for t in range(n):
         # insertion into the list sorted by descending score (stable: ties keep draw order)
         p = start + draw_below(key, counter + t, n_pos)
@@ -289,6 +312,62 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
     j = violators[draw_below(key, counter, count)]
     return (j, score(U, V, b, u, j), rank_loss_weight(table, count, n_neg, top_fraction,
                                                       normalize), rank_loss)
+
+
+@njit(**JIT)
+def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                  order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, mnorm, adagrad,
+                  seed, epoch, stop, stats, scratch, ints, reals, thread):
+    """:func:`train_slice` for the ordinal loss: each positive ``p`` of ``order[lo:hi]``
+    makes a list of ``kos_n`` of the user's graded items (``p`` first) and
+    ``max_sampled`` negatives of grade 0, whose loss is descended by
+    :func:`list_update`. Compiled with reference counting, since the list loss sorts and
+    allocates."""
+    n_items = V.shape[0]
+    shift = filter_shift(filt.shape[1], n_items)
+    buf = scratch[thread]
+    items = ints[thread, 0]
+    labels = ints[thread, 1]
+    f_list = reals[thread, 0]
+    g_list = reals[thread, 1]
+    n_labels = 1
+    for q in range(grades.shape[0]):
+        n_labels = max(n_labels, grades[q] + 1)
+    ok = True
+    n_samples = 0
+    n_updates = 0
+    n_trials = 0
+    loss_sum = 0.0
+    for s in range(lo, hi):
+        if stop[0]:
+            break
+        p = order[s]
+        u = sample_users[p]
+        start = indptr[u]
+        end = indptr[u + 1]
+        n_samples += 1
+        if end - start >= n_items:
+            continue
+        key = stream_key(seed, epoch, p)
+        m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n, max_sampled,
+                         neg_cdf, filt, shift, key, 0, items, labels, f_list)
+        value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
+        n_trials += m
+        loss_sum += sample_weight[p] * value
+        if value > 0:
+            if not list_update(U, V, b, GU, GV, Gb, u, items, g_list, m,
+                               sample_weight[p] * m, lr, reg, adagrad, mnorm, buf):
+                ok = False
+                break
+            n_updates += 1
+    stats[STAT_SAMPLES] = n_samples
+    stats[STAT_UPDATES] = n_updates
+    stats[STAT_TRIALS] = n_trials
+    stats[STAT_LOSS] = loss_sum
+    stats[STAT_RANK_LOSS] = 0.0
+    if not ok:
+        stop[0] = True
+    return ok
 
 
 #: How many samples ahead the row prefetches of :func:`prefetch_ahead` reach.
@@ -399,28 +478,33 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
     return -1, np.float32(0.0), max_sampled
 
 
-@njit(**JIT)
-def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
-                lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                neg_cdf, filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop,
-                stats):
+@njit(**JIT_NO_NRT)
+def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo, hi,
+                table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
+                filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop, stats,
+                scratch, ints, reals):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
-    branches before typing them, so each mode compiles only its own code): ``grades``
-    given means the ordinal loss, else ``table`` given means WARP (with the exact rank
-    when ``violators`` is given) and ``table=None`` means BPR; ``candidates`` given means
+    branches before typing them, so each mode compiles only its own code): ``table``
+    given means WARP (with the exact rank when ``violators`` is given) and ``table=None``
+    means BPR (the ordinal loss has its own :func:`ordinal_slice`); ``candidates`` given means
     prefetching (upcoming rows are prefetched and negative candidates drawn early).
     Both are per-thread work arrays (n_threads, ...) of which this slice uses row
     ``thread``.
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
     meets a non-finite update and makes the others return early. Returns ``False`` on a
     non-finite update.
+
+    Compiled without reference counting (``JIT_NO_NRT``), so it allocates nothing: its
+    work arrays are row ``thread`` of ``scratch`` (float32, (n_threads, 4, d)), ``ints``
+    (int64, (n_threads, 3, kos_n + max_sampled)) and ``reals`` (float64,
+    (n_threads, 2, kos_n + max_sampled)).
     """
     n_items = V.shape[0]
     d = U.shape[1]
     shift = filter_shift(filt.shape[1], n_items)
-    buf = np.empty((6, d), np.float32)
+    buf = scratch[thread]
     ok = True
     n_samples = 0
     n_updates = 0
@@ -429,23 +513,15 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     rank_loss_sum = 0.0
     # candidates[thread] holds those of this sample and the next, drawn early when
     # prefetching; None (pruned at compile time) when not
-    n_early = np.zeros(2, np.int64)
-    if grades is not None:
-        list_len = kos_n + max_sampled
-        items = np.empty(list_len, np.int64)
-        labels = np.empty(list_len, np.int64)
-        f_list = np.empty(list_len, np.float64)
-        g_list = np.empty(list_len, np.float64)
-        n_labels = 1
-        for q in range(grades.shape[0]):
-            n_labels = max(n_labels, grades[q] + 1)
+    n_early = ints[thread, 2, :2]
+    n_early[:] = 0
     for s in range(lo, hi):
         if stop[0]:
             break
         if candidates is not None:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
                            filt, order, s, hi)
-            if table is not None and violators is None and grades is None and s + 1 < hi:
+            if table is not None and violators is None and s + 1 < hi:
                 n_early[(s + 1) & 1] = draw_early(V, b, indptr, indices, sample_users, order,
                                                   s + 1, max_sampled, kos_n, neg_cdf, filt,
                                                   shift, seed, epoch,
@@ -460,22 +536,9 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             continue
         key = stream_key(seed, epoch, p)
         counter = 0
-        if grades is not None:
-            m = ordinal_list(U, V, b, indices, start, end, u, p, grades, kos_n,
-                             max_sampled, neg_cdf, filt, shift, key, counter, items, labels,
-                             f_list)
-            value = ordinal_loss_grad_unit(f_list[:m], labels[:m], n_labels, g_list[:m])
-            n_trials += m
-            loss_sum += sample_weight[p] * value
-            if value > 0:
-                if not list_update(U, V, b, GU, GV, Gb, u, items, g_list, m,
-                                   sample_weight[p] * m, lr, reg, adagrad, mnorm, buf):
-                    ok = False
-                    break
-                n_updates += 1
-            continue
         if kos_n > 1:
-            p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter)
+            p = kos_positive(U, V, b, indices, start, end, u, kos_k, kos_n, key, counter,
+                             ints[thread, 0], reals[thread, 0])
             counter += kos_n
         i = indices[p]
         w = sample_weight[p]
@@ -550,20 +613,37 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
 
     ``violators`` and ``candidates`` are per-thread work arrays or None (see
     :func:`train_slice`)."""
+    # the threads share these arrays: without borrowing, every row view and helper call
+    # would count references with atomics on the arrays' shared memory-info blocks
+    U, V, b, GU, GV, Gb = borrow(U), borrow(V), borrow(b), borrow(GU), borrow(GV), borrow(Gb)
+    indptr, indices, order = borrow(indptr), borrow(indices), borrow(order)
+    sample_users, sample_weight = borrow(sample_users), borrow(sample_weight)
+    table, violators = borrow(table), borrow(violators)
+    neg_cdf, filt, candidates = borrow(neg_cdf), borrow(filt), borrow(candidates)
     n = order.shape[0]
     per = (n + n_threads - 1) // n_threads
     failed = np.zeros(n_threads, np.bool_)
     stop = np.zeros(1, np.bool_)
+    scratch = np.empty((n_threads, 4, U.shape[1]), np.float32)
+    ints = np.empty((n_threads, 3, kos_n + max_sampled), np.int64)
+    reals = np.empty((n_threads, 2, kos_n + max_sampled), np.float64)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
     mnorm = np.float32(max_norm)
     for t in prange(n_threads):
         lo = min(n, t * per)
         hi = min(n, lo + per)
-        failed[t] = not train_slice(
-            U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
-            lo, hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
-            filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t), stop, stats[t])
+        if grades is not None:
+            failed[t] = not ordinal_slice(
+                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, mnorm, adagrad, seed,
+                epoch, stop, stats[t], scratch, ints, reals, np.int64(t))
+        else:
+            failed[t] = not train_slice(
+                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo,
+                hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
+                neg_cdf, filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t),
+                stop, stats[t], scratch, ints, reals)
     return not failed.any()
 
 

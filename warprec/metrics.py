@@ -956,7 +956,9 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
     n_threads : int, optional
         Numba threads (default: all). The previous count is restored.
     block_size : int, optional
-        Users per block (default: about 256 MiB of scores, within [256, 2048]).
+        Users per block (default: about 256 MiB of scores, within [256, 2048]; problems
+        over 2**28 multiply-adds hold two blocks, one computed while the other is
+        evaluated).
     per_user : bool, default False
         Return the per-user values instead of the means.
     user_ids : array_like, shape (n_users,), optional

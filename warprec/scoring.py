@@ -10,6 +10,7 @@ blocked scoring, thread control) are shared with :mod:`warprec.metrics`.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,7 +22,8 @@ from ._threads import kernel_threads
 
 __all__ = ["topk_items"]
 
-#: Target size in bytes of one block of float32 scores. Large blocks keep the matmul
+#: Target size in bytes of one block of float32 scores (large problems keep two: one is
+#: computed while the other is processed, see _score_blocks). Large blocks keep the matmul
 #: efficient (BLAS packs the whole item matrix again for every block, and d is small, so
 #: with few users per block packing costs as much as the products) and amortise the
 #: hand-over between BLAS threads and Numba threads. On 100k users x 50k items, d = 64,
@@ -153,27 +155,47 @@ NUMBA_SCORING_MACS = 2**28
 
 def _score_blocks(user_factors, item_factors, users, block_size=None):
     """Yield ``(start, stop, block)``: the raw scores ``U[users[start:stop]] @ V.T`` (no
-    biases) of consecutive blocks of ``users``, in one reused float32 buffer (a block is
-    overwritten by the next one).
+    biases) of consecutive blocks of ``users``; a block is valid until the next one is
+    requested.
 
     Small problems are scored by a Numba kernel on the Numba threads: after a
     multi-threaded call, BLAS's worker threads keep spinning for a while and slow down
     whatever runs next on the same cores (on 2 cores, training with an evaluation
     callback every 5 epochs ran 1.75x slower); large problems use BLAS, which is faster
-    per multiply-add and whose cost dominates.
+    per multiply-add and whose cost dominates. There, the matmul of the next block runs
+    in a background thread (BLAS releases the GIL) while the caller's kernel processes
+    the current one, in two alternating buffers: the BLAS threads then work instead of
+    spinning beside that kernel (100k users x 50k items, d = 64, 2 threads:
+    evaluate_factors 8.4-9.4 s -> 6.5-7.0 s; with 128 MiB blocks 7.3-7.6 s).
     """
     n_rows, (n_items, d) = users.shape[0], item_factors.shape
     block_rows = _default_block_rows(n_items, block_size)
-    buffer = np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
-    small = n_rows * n_items * d <= NUMBA_SCORING_MACS
-    for start in range(0, n_rows, block_rows):
-        stop = min(start + block_rows, n_rows)
-        block = buffer[: stop - start]
-        if small:
+    starts = list(range(0, n_rows, block_rows))
+    if n_rows * n_items * d <= NUMBA_SCORING_MACS:
+        buffer = np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
+        for start in starts:
+            stop = min(start + block_rows, n_rows)
+            block = buffer[: stop - start]
             dot_rows(user_factors[users[start:stop]], item_factors, block)
-        else:
-            np.matmul(user_factors[users[start:stop]], item_factors.T, out=block)
-        yield start, stop, block
+            yield start, stop, block
+        return
+    buffers = [np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
+               for _ in range(min(2, len(starts)))]
+
+    def product(index):
+        start = starts[index]
+        stop = min(start + block_rows, n_rows)
+        block = buffers[index % 2][: stop - start]
+        np.matmul(user_factors[users[start:stop]], item_factors.T, out=block)
+        return start, stop, block
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(product, 0)
+        for index in range(len(starts)):
+            current = pending.result()
+            if index + 1 < len(starts):
+                pending = pool.submit(product, index + 1)
+            yield current
 
 
 def _exclusion_for(exclude, users, n_users, n_items, columns):
@@ -215,7 +237,8 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
         Only items whose mask entry is True may be returned.
     block_size : int, optional
         Users scored per block. Default: enough users for about 256 MiB of float32
-        scores, clipped to [256, 2048].
+        scores, clipped to [256, 2048]. Problems over 2**28 multiply-adds hold two
+        blocks (one is computed by BLAS while the other is selected from).
     n_threads : int, optional
         Numba threads for the selection kernel. Default: all the threads Numba was
         started with. The previous Numba thread count is restored on return.

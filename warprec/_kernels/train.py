@@ -60,14 +60,15 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 
 @njit(inline="always", **JIT)
-def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, buf):
+def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
     """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j]
     (``i != j``).
 
     The factor rows also decay by ``1 - lr * alpha`` (decoupled weight decay, applied
     only to the rows an update touches, so frequent users/items are shrunk more often);
-    biases are not decayed. With Adagrad the gradient step is divided per coordinate by
-    the root of the accumulated squared gradients.
+    biases are not decayed. With Adagrad (``GU, GV, Gb`` given; ``None`` means plain SGD,
+    and Numba compiles only the branch in use) the gradient step is divided per
+    coordinate by the root of the accumulated squared gradients.
 
     A first pass computes the new values without storing them; only if their sum is
     finite are they written (row by row, so each loop has one or two store streams and
@@ -80,7 +81,7 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
     Vi = V[i]
     Vj = V[j]
     check = np.float32(0.0)
-    if adagrad:
+    if GU is not None:
         GUu = GU[u]
         GVi = GV[i]
         GVj = GV[j]
@@ -114,27 +115,27 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad, max_norm, b
     gu_row = buf[0]
     for f in range(d):
         gu_row[f] = g * (Vj[f] - Vi[f])  # U's gradient, taken before the item rows move
-    _step_row(V, GV, i, Uu, -g, lr, decay, adagrad, max_norm)
-    _step_row(V, GV, j, Uu, g, lr, decay, adagrad, max_norm)
-    _step_row(U, GU, u, gu_row, np.float32(1.0), lr, decay, adagrad, max_norm)
+    _step_row(V, GV, i, Uu, -g, lr, decay, max_norm)
+    _step_row(V, GV, j, Uu, g, lr, decay, max_norm)
+    _step_row(U, GU, u, gu_row, np.float32(1.0), lr, decay, max_norm)
     b[i] = new_bi
     b[j] = new_bj
-    if adagrad:
+    if Gb is not None:
         Gb[i] = abi
         Gb[j] = abj
     return True
 
 
 @njit(**JIT)
-def _step_row(P, G, r, grad, scale, lr, decay, adagrad, max_norm):
-    """``P[r]`` takes a decayed step along the gradient ``scale * grad`` in place (Adagrad:
-    ``G[r]`` first accumulates its square), then max-norm if ``max_norm > 0``.
+def _step_row(P, G, r, grad, scale, lr, decay, max_norm):
+    """``P[r]`` takes a decayed step along the gradient ``scale * grad`` in place (Adagrad
+    when ``G`` is given: ``G[r]`` first accumulates its square), then max-norm unless
+    ``max_norm`` is None.
 
-    Not inlined: three inlined copies (with their SGD and max-norm loops) made the first
-    fit compile for 15-16 s instead of 11-12 s; the calls cost about 10% of a
-    1-thread ML-100K epoch."""
+    Not inlined: inlined three times, it made the first fit compile for 14-15 s instead of
+    10-11 s (measured alternately); the calls cost about 10% of a 1-thread ML-100K epoch."""
     row = P[r]
-    if adagrad:
+    if G is not None:
         acc = G[r]
         for f in range(row.shape[0]):
             gf = scale * grad[f]
@@ -144,7 +145,7 @@ def _step_row(P, G, r, grad, scale, lr, decay, adagrad, max_norm):
     else:
         for f in range(row.shape[0]):
             row[f] = decay * row[f] - lr * (scale * grad[f])
-    if max_norm > 0:
+    if max_norm is not None:
         sq = np.float32(0.0)
         for f in range(row.shape[0]):
             sq += row[f] * row[f]
@@ -408,10 +409,12 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         i = indices[p]
         prefetch(indptr, u)
         prefetch_row(U, u)
-        prefetch_row(GU, u)
+        if GU is not None:
+            prefetch_row(GU, u)
         prefetch_row(filt, u)
         prefetch_row(V, i)
-        prefetch_row(GV, i)
+        if GV is not None:
+            prefetch_row(GV, i)
         prefetch(b, i)
     near = s + 2
     if near < hi:
@@ -485,15 +488,16 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
 @njit(**JIT_NO_NRT)
 def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo, hi,
                 table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
-                filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, thread, stop, stats,
-                scratch, ints, reals):
+                filt, lr, reg, mnorm, seed, epoch, candidates, thread, stop, stats, scratch,
+                ints, reals):
     """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
     branches before typing them, so each mode compiles only its own code): ``table``
     given means WARP (with the exact rank when ``violators`` is given) and ``table=None``
     means BPR (the ordinal loss has its own :func:`ordinal_slice`); ``candidates`` given means
-    prefetching (upcoming rows are prefetched and negative candidates drawn early).
+    prefetching (upcoming rows are prefetched and negative candidates drawn early);
+    ``GU, GV, Gb`` given means Adagrad, ``None`` plain SGD.
     Both are per-thread work arrays (n_threads, ...) of which this slice uses row
     ``thread``.
     ``stats`` is this slice's row of statistics; ``stop[0]`` is set by any slice that
@@ -561,7 +565,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 loss_sum += w * (np.log1p(e) - x)
             n_trials += 1
             if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, reg,
-                               adagrad, mnorm, buf):
+                               mnorm, buf):
                 ok = False
                 break
             n_updates += 1
@@ -593,7 +597,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
             rank_loss_sum += w * rank_loss
             if lw > 0:
                 if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,
-                                   reg, adagrad, mnorm, buf):
+                                   reg, mnorm, buf):
                     ok = False
                 n_updates += 1
         if not ok:
@@ -633,20 +637,28 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     reals = np.empty((n_threads, 2, kos_n + max_sampled), np.float64)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
-    mnorm = np.float32(max_norm)
+    # None (no max-norm) prunes the clipping code of the pairwise update (an if statement
+    # on the argument: Numba prunes those, not conditional expressions)
+    if max_norm is None:
+        mnorm = None
+        list_mnorm = np.float32(0.0)
+    else:
+        mnorm = np.float32(max_norm)
+        list_mnorm = np.float32(max_norm)
     for t in prange(n_threads):
         lo = min(n, t * per)
         hi = min(n, lo + per)
         if grades is not None:
             failed[t] = not ordinal_slice(
                 U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, mnorm, adagrad, seed,
+                order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, list_mnorm, adagrad,
+                seed,
                 epoch, stop, stats[t], scratch, ints, reals, np.int64(t))
         else:
             failed[t] = not train_slice(
                 U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo,
                 hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                neg_cdf, filt, lr, reg, mnorm, adagrad, seed, epoch, candidates, np.int64(t),
+                neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates, np.int64(t),
                 stop, stats[t], scratch, ints, reals)
     return not failed.any()
 
@@ -726,6 +738,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     violators = (np.empty((n_threads, V.shape[0]), np.int64)
                  if exact_rank and loss_code == LOSS_WARP else None)
     candidates = np.empty((n_threads, 2, max_sampled), np.int64) if prefetch_rows else None
+    if not adagrad and loss_code != LOSS_ORDINAL:
+        GU = GV = Gb = None  # plain SGD: the pairwise update compiles without Adagrad
+    max_norm = float(max_norm) if max_norm > 0 else None
     return _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight,
                         grades if loss_code == LOSS_ORDINAL else None, order,
                         None if loss_code == LOSS_BPR else table, top_fraction, normalize,

@@ -15,9 +15,11 @@ JIT = dict(nogil=True, cache=True, fastmath=FASTMATH, error_model="numpy")
 #: Serial hot loops compiled without Numba's reference counting (NRT): every row view
 #: and helper call would otherwise count references with atomic instructions on the
 #: shared arrays' memory-info blocks (cache lines bouncing between threads, and calls
-#: that spill vector registers; ML-100K epochs took 1.4x as long at 1 thread). Such a
-#: kernel must not allocate: its callers pass work arrays in. Inlined helpers obey the
-#: same rule; non-inlined njit helpers keep their own NRT and may allocate.
+#: that spill vector registers; ML-100K epochs took about 1.3x as long at 1 thread).
+#: Such a kernel must not allocate: its callers pass work arrays in. The helpers it
+#: calls, inlined or not, are compiled with the same flags and obey the same rule (the
+#: ordinal loss, which sorts and allocates, has its own slice compiled with NRT).
+#: ``_nrt`` is a private Numba option (checked with numba 0.68).
 JIT_NO_NRT = dict(JIT, _nrt=False)
 
 #: Keyword arguments for ``numba.njit`` on kernels that use ``prange``.

@@ -384,6 +384,9 @@ CANDIDATES_AHEAD = 2
 CANDIDATES_EARLY = 4
 #: How many cache lines of a user's positives list are prefetched two samples ahead.
 LIST_LINES = 4
+#: A user's filter row is prefetched when it has at most this many words (2 cache lines;
+#: an exact filter over many items is read a line at a time, where a draw lands).
+FILTER_PREFETCH_WORDS = 16
 
 
 @njit(inline="always", **JIT)
@@ -392,8 +395,8 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
     """Ask for the memory later samples of this slice will read (a staged pipeline).
 
     Sample ``s + 2 * SAMPLES_AHEAD``: its user and item ids; sample ``s + SAMPLES_AHEAD``:
-    its user's CSR bounds and filter row, the user and positive-item rows (with their
-    Adagrad rows); sample ``s + 2``: the first ``LIST_LINES`` cache lines of the user's
+    its user's CSR bounds and (short) filter row, the user and positive-item rows (with
+    their Adagrad rows); sample ``s + 2``: the first ``LIST_LINES`` cache lines of the user's
     positives list, which :func:`draw_early` may search at sample ``s + 1``.
     """
     far = s + 2 * SAMPLES_AHEAD
@@ -411,7 +414,8 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         prefetch_row(U, u)
         if GU is not None:
             prefetch_row(GU, u)
-        prefetch_row(filt, u)
+        if filt.shape[1] <= FILTER_PREFETCH_WORDS:
+            prefetch_row(filt, u)
         prefetch_row(V, i)
         if GV is not None:
             prefetch_row(GV, i)

@@ -171,24 +171,24 @@ def _score_blocks(user_factors, item_factors, users, block_size=None):
     n_rows, (n_items, d) = users.shape[0], item_factors.shape
     block_rows = _default_block_rows(n_items, block_size)
     starts = list(range(0, n_rows, block_rows))
-    if n_rows * n_items * d <= NUMBA_SCORING_MACS:
-        buffer = np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
-        for start in starts:
-            stop = min(start + block_rows, n_rows)
-            block = buffer[: stop - start]
-            dot_rows(user_factors[users[start:stop]], item_factors, block)
-            yield start, stop, block
-        return
+    small = n_rows * n_items * d <= NUMBA_SCORING_MACS
     buffers = [np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
-               for _ in range(min(2, len(starts)))]
+               for _ in range(1 if small else min(2, len(starts)))]
 
     def product(index):
         start = starts[index]
         stop = min(start + block_rows, n_rows)
-        block = buffers[index % 2][: stop - start]
-        np.matmul(user_factors[users[start:stop]], item_factors.T, out=block)
+        block = buffers[index % len(buffers)][: stop - start]
+        if small:
+            dot_rows(user_factors[users[start:stop]], item_factors, block)
+        else:
+            np.matmul(user_factors[users[start:stop]], item_factors.T, out=block)
         return start, stop, block
 
+    if small:
+        for index in range(len(starts)):
+            yield product(index)
+        return
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(product, 0)
         for index in range(len(starts)):
@@ -266,9 +266,9 @@ def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=Non
     -----
     A score that evaluates to -inf or NaN (possible only through float32 overflow,
     since the factors are checked to be finite) is treated as ineligible.
-    Rows are processed in parallel by Numba threads while BLAS runs the matmul with
-    its own threads, one after the other for each block (small problems are scored by
-    a Numba kernel instead of BLAS).
+    Rows are processed in parallel by Numba threads while BLAS computes the next
+    block's matmul with its own threads (small problems are scored by a Numba kernel
+    instead of BLAS, one block after the other).
     """
     user_factors, item_factors, item_biases = _as_factor_arrays(
         user_factors, item_factors, item_biases)

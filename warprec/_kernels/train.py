@@ -146,13 +146,7 @@ def _step_row(P, G, r, grad, scale, lr, decay, max_norm):
         for f in range(row.shape[0]):
             row[f] = decay * row[f] - lr * (scale * grad[f])
     if max_norm is not None:
-        sq = np.float32(0.0)
-        for f in range(row.shape[0]):
-            sq += row[f] * row[f]
-        if sq > max_norm * max_norm:
-            shrink = max_norm / np.sqrt(sq)
-            for f in range(row.shape[0]):
-                row[f] *= shrink
+        _clip_row(P, r, max_norm)
 
 
 @njit(**JIT)
@@ -228,7 +222,8 @@ def _commit_row(P, G, r, buf, adagrad):
 
 @njit(inline="always", **JIT)
 def _clip_row(buf, row, max_norm):
-    """Rescale ``buf[row]`` to Euclidean norm ``max_norm`` if it is longer (max_norm > 0)."""
+    """Rescale ``buf[row]`` (a row of any 2-D array) to Euclidean norm ``max_norm`` if it
+    is longer (max_norm > 0)."""
     if max_norm > 0:
         sq = np.float32(0.0)
         for f in range(buf.shape[1]):
@@ -365,11 +360,18 @@ def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_wei
                 ok = False
                 break
             n_updates += 1
+    return _close_slice(stats, stop, ok, n_samples, n_updates, n_trials, loss_sum, 0.0)
+
+
+@njit(inline="always", **JIT)
+def _close_slice(stats, stop, ok, n_samples, n_updates, n_trials, loss_sum, rank_loss_sum):
+    """Write a slice's statistics row; on a non-finite update (``not ok``) set ``stop[0]``
+    so that the other slices return early. Returns ``ok``."""
     stats[STAT_SAMPLES] = n_samples
     stats[STAT_UPDATES] = n_updates
     stats[STAT_TRIALS] = n_trials
     stats[STAT_LOSS] = loss_sum
-    stats[STAT_RANK_LOSS] = 0.0
+    stats[STAT_RANK_LOSS] = rank_loss_sum
     if not ok:
         stop[0] = True
     return ok
@@ -514,7 +516,6 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     (n_threads, 2, kos_n + max_sampled)).
     """
     n_items = V.shape[0]
-    d = U.shape[1]
     shift = filter_shift(filt.shape[1], n_items)
     buf = scratch[thread]
     ok = True
@@ -606,14 +607,8 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 n_updates += 1
         if not ok:
             break
-    stats[STAT_SAMPLES] = n_samples
-    stats[STAT_UPDATES] = n_updates
-    stats[STAT_TRIALS] = n_trials
-    stats[STAT_LOSS] = loss_sum
-    stats[STAT_RANK_LOSS] = rank_loss_sum
-    if not ok:
-        stop[0] = True
-    return ok
+    return _close_slice(stats, stop, ok, n_samples, n_updates, n_trials, loss_sum,
+                        rank_loss_sum)
 
 
 @njit(**PJIT)

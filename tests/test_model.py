@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+import warprec.model as model_module
 from warprec import DivergenceError, NotFittedError, WARPFactorizer, WarprecWarning
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
@@ -189,6 +190,8 @@ def test_bad_fit_input(X, match):
     (dict(rank_weighting="precision@k"), "needs the cut-off"),
     (dict(rank_weighting=[0.1, 0.5]), "non-increasing"),
     (dict(loss="hinge"), "loss must be one of"),
+    (dict(sample_order="random"), "sample_order must be one of"),
+    (dict(sample_order=None), "sample_order must be one of"),
     (dict(loss="warp", negative_sampling="popularity"), "only available with loss='bpr'"),
 ])
 def test_bad_parameters(small, params, match):
@@ -251,6 +254,8 @@ def test_model_pickles(fitted):
     dict(rank_weighting="owpc-harmonic", learning_rate=0.5),
     dict(rank_weighting="precision@k", k=5),
     dict(learning_schedule="sgd", learning_rate=0.01, max_norm=2.0),
+    dict(sample_order="users"),
+    dict(sample_order="users", loss="ordinal", n=3),
 ])
 def test_every_loss_option_learns(small, params):
     train, test = small
@@ -271,6 +276,20 @@ def test_ordinal_loss_learns_from_grades(small):
     half.data = half.data / 2
     with pytest.raises(ValueError, match="whole numbers"):
         model.fit(half)
+
+
+def test_sample_order_auto_depends_on_parameter_size(small, monkeypatch):
+    train = small[0]
+    model = WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(train)
+    assert model.sample_order_ == "positives"  # 2 * (U + V) bytes far below 8 MiB
+    assert WARPFactorizer(n_components=8, epochs=1, n_threads=1,
+                          sample_order="users").fit(train).sample_order_ == "users"
+    parameter_bytes = 2 * (model.user_factors_.nbytes + model.item_factors_.nbytes)
+    monkeypatch.setattr(model_module, "PREFETCH_ABOVE_BYTES", parameter_bytes - 1)
+    big = WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(train)
+    assert big.sample_order_ == "users"
+    same = WARPFactorizer(n_components=8, epochs=1, n_threads=1, sample_order="users")
+    np.testing.assert_array_equal(same.fit(train).user_factors_, big.user_factors_)
 
 
 def test_exact_rank_estimator_rejects_bpr(small):

@@ -69,6 +69,7 @@ PARAMS = [
     dict(loss="warp-kos", k=2, n=4, learning_schedule="sgd", learning_rate=0.02),
     dict(loss="bpr", negative_sampling="popularity", random_state=np.int64(11)),
     dict(rank_estimator="exact", rank_weighting="owpc-top-p", top_fraction=0.2),
+    dict(sample_order="users"),
 ]
 
 

@@ -30,6 +30,13 @@ def test_defaults_reach_029(ml100k_split):
     assert mean >= 0.29, scores
 
 
+def test_user_grouped_order_reaches_029(ml100k_split):
+    # sample_order="auto" picks "users" only for large problems; check it on real data
+    train, test = ml100k_split
+    mean, scores = _ndcg(train, test, seeds=[0, 1], sample_order="users")
+    assert mean >= 0.29, scores
+
+
 def test_documented_config_reaches_0300(ml100k_split):
     train, test = ml100k_split
     mean, scores = _ndcg(train, test, seeds=[0, 1], **TUNED_PARAMS)

@@ -49,7 +49,8 @@ PARAMETERS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
 
 @pytest.mark.parametrize("params", [dict(), dict(loss="bpr"), dict(loss="warp-kos", k=2),
                                     dict(rank_estimator="exact"),
-                                    dict(learning_schedule="sgd", max_norm=1.0)])
+                                    dict(learning_schedule="sgd", max_norm=1.0),
+                                    dict(sample_order="users")])
 def test_one_thread_runs_are_bit_identical(params):
     frame = _string_frame()
     runs = [WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=7,
@@ -132,12 +133,13 @@ def _recording(monkeypatch):
 
 
 @TWO_THREADS
-def test_epoch_orders_do_not_depend_on_thread_count(monkeypatch, split):
+@pytest.mark.parametrize("sample_order", ["positives", "users"])
+def test_epoch_orders_do_not_depend_on_thread_count(monkeypatch, split, sample_order):
     runs = {}
     for n_threads in (1, 2):
         calls = _recording(monkeypatch)
-        WARPFactorizer(n_components=4, epochs=3, n_threads=n_threads,
-                       random_state=11).fit(split[0])
+        WARPFactorizer(n_components=4, epochs=3, n_threads=n_threads, random_state=11,
+                       sample_order=sample_order).fit(split[0])
         runs[n_threads] = calls
         monkeypatch.undo()
     assert len(runs[1]) == len(runs[2]) == 3

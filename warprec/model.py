@@ -24,6 +24,7 @@ from ._base import FactorRecommender, _is_frame, _is_interactions
 from ._threads import kernel_threads, resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import negatives as _negatives
+from ._kernels import order as _order
 from ._kernels import train as _train
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
@@ -41,6 +42,7 @@ _SAMPLING = ("uniform", "popularity")
 #: of parameters per core plus the shared L3's; below it the rows stay cached anyway).
 PREFETCH_ABOVE_BYTES = 8 * 2**20
 _ESTIMATORS = ("sampled", "exact")
+_ORDERS = ("auto", "positives", "users")
 
 #: The documented configuration for the ML-100K benchmark split (d=64, 2 threads): a
 #: lower rate, lighter decay, 30 negative draws per positive (a sharper rank estimate) and
@@ -139,6 +141,18 @@ class WARPFactorizer(FactorRecommender):
     max_norm : float or None, default None
         If set, factor rows touched by an update are rescaled to Euclidean norm
         <= max_norm (the norm constraint of Weston et al.'s WSABIE).
+    sample_order : {"auto", "positives", "users"}, default "auto"
+        The order in which an epoch visits the positives (a fresh random order every
+        epoch). ``"positives"``: all positives shuffled independently (LightFM's
+        order). ``"users"``: the users in random order, each user's positives one after
+        the other in random order; a user's factor and Adagrad rows then come from
+        memory once per epoch instead of once per positive, which makes epochs about
+        1.6x faster once the parameters outgrow the CPU caches (measured on 100k users
+        x 40k items, d = 64). ``"auto"``: ``"users"`` when the factors and Adagrad
+        state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else ``"positives"``
+        (small problems stay in cache, where the order does not change the speed). The
+        order used is ``sample_order_``. Both orders give the same quality on the data
+        measured so far within about 1% of NDCG@10, but not the same factors.
     verbose : bool, default False
         Show a tqdm progress bar over epochs.
 
@@ -156,6 +170,8 @@ class WARPFactorizer(FactorRecommender):
         Epochs trained so far (over fit and partial_fit calls).
     alpha_ : float
         The weight decay used (``alpha``, or its ``"auto"`` value).
+    sample_order_ : {"positives", "users"}
+        The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
         Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples.
     """
@@ -164,7 +180,7 @@ class WARPFactorizer(FactorRecommender):
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
-                 max_norm=None, verbose=False):
+                 max_norm=None, sample_order="auto", verbose=False):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -182,6 +198,7 @@ class WARPFactorizer(FactorRecommender):
         self.rank_estimator = rank_estimator
         self.init_scale = init_scale
         self.max_norm = max_norm
+        self.sample_order = sample_order
         self.verbose = verbose
 
     # ------------------------------------------------------------------ sklearn API
@@ -261,6 +278,7 @@ class WARPFactorizer(FactorRecommender):
         if fresh:
             self._initialise(matrix.shape, user_ids, item_ids, config)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
+        self.sample_order_ = self._resolve_sample_order()
         self.train_matrix_ = matrix
         n_threads = config["n_threads"]
         users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
@@ -287,9 +305,17 @@ class WARPFactorizer(FactorRecommender):
         n_threads = config["n_threads"]
         parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
         prefetch_rows = parameter_bytes > PREFETCH_ABOVE_BYTES
+        by_user = self.sample_order_ == "users"
+        if by_user and config["epochs"]:
+            order = np.empty(matrix.nnz, np.int64)
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
-            order = np.random.default_rng([self.seed_, epoch]).permutation(matrix.nnz)
+            rng = np.random.default_rng([self.seed_, epoch])
+            if by_user:
+                _order.user_grouped_order(matrix.indptr, rng.permutation(matrix.shape[0]),
+                                          self.seed_, epoch, order)
+            else:
+                order = rng.permutation(matrix.nnz)
             tic = time.perf_counter()
             ok = _train.train_epoch(
                 self.user_factors_, self.item_factors_, self.item_biases_,
@@ -344,6 +370,13 @@ class WARPFactorizer(FactorRecommender):
                           "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
         return alpha
 
+    def _resolve_sample_order(self):
+        """``sample_order``, or its ``"auto"`` value (by the size of the parameters)."""
+        if self.sample_order != "auto":
+            return self.sample_order
+        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
+        return "users" if parameter_bytes > PREFETCH_ABOVE_BYTES else "positives"
+
     def _check_params(self):
         d = check_positive_int(self.n_components, "n_components")
         epochs = self.epochs
@@ -364,7 +397,7 @@ class WARPFactorizer(FactorRecommender):
                                  f"{'> 0' if name == 'learning_rate' else '>= 0'} (got {value}).")
         for name, choices in (("loss", tuple(_LOSSES)), ("learning_schedule", _SCHEDULES),
                               ("negative_sampling", _SAMPLING),
-                              ("rank_estimator", _ESTIMATORS)):
+                              ("rank_estimator", _ESTIMATORS), ("sample_order", _ORDERS)):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be one of {sorted(choices)} "
                                 f"(got {getattr(self, name)!r}).")
@@ -400,6 +433,9 @@ class WARPFactorizer(FactorRecommender):
         if self.rank_estimator == "exact" and self.loss in ("bpr", "ordinal"):
             raise ValueError("rank_estimator='exact' applies to the WARP losses, not to "
                              f"{self.loss!r}.")
+        if self.sample_order not in _ORDERS:
+            raise ValueError(f"sample_order must be one of {_ORDERS} "
+                             f"(got {self.sample_order!r}).")
         return dict(d=d, epochs=int(epochs), max_sampled=max_sampled,
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
@@ -606,6 +642,7 @@ class WARPFactorizer(FactorRecommender):
             model.epochs_done_ = int(data["epochs_done"])
             # files written before alpha="auto" existed have a numeric alpha
             model.alpha_ = float(data["alpha"]) if "alpha" in data else float(model.alpha)
+            model.sample_order_ = model._resolve_sample_order()
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
             model.train_matrix_ = sp.csr_matrix(

@@ -1,0 +1,75 @@
+"""Epoch orders: the user-grouped order kernel against the slow reference in naive.py."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numba import get_num_threads, set_num_threads
+
+import naive
+from warprec._kernels.order import user_grouped_order
+
+
+def _random_csr(n_users, n_items, density, seed):
+    X = sp.random(n_users, n_items, density=density, format="csr", random_state=seed)
+    X.data[:] = 1
+    X.sort_indices()
+    return X
+
+
+def _order(indptr, users, seed, epoch):
+    out = np.full(indptr[-1], -1, np.int64)
+    user_grouped_order(indptr, users, seed, epoch, out)
+    return out
+
+
+@pytest.mark.parametrize("seed, epoch", [(0, 0), (7, 3), (2**63 - 2, 12)])
+def test_user_grouped_order_matches_reference(seed, epoch):
+    X = _random_csr(60, 40, 0.15, seed % 1000)
+    X = sp.vstack([X[:10], sp.csr_matrix((3, 40)), X[10:]], format="csr")  # users without
+    assert (np.diff(X.indptr) == 0).sum() >= 3                                # positives
+    users = np.random.default_rng(seed % 1000).permutation(X.shape[0])
+    got = _order(X.indptr, users, seed, epoch)
+    np.testing.assert_array_equal(got, naive.user_grouped_order(X.indptr, users, seed, epoch))
+
+
+def test_user_grouped_order_is_a_permutation_grouped_by_user():
+    X = _random_csr(300, 200, 0.05, 1)
+    users = np.random.default_rng(1).permutation(X.shape[0])
+    order = _order(X.indptr, users, 5, 0)
+    np.testing.assert_array_equal(np.sort(order), np.arange(X.nnz))
+    row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    visited = row_of[order]
+    # each user's positives form one run, and the runs follow ``users``
+    runs = visited[np.r_[True, visited[1:] != visited[:-1]]]
+    np.testing.assert_array_equal(runs, users[np.diff(X.indptr)[users] > 0])
+
+
+def test_user_grouped_order_does_not_depend_on_threads():
+    X = _random_csr(2000, 300, 0.05, 2)
+    users = np.random.default_rng(2).permutation(X.shape[0])
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        one = _order(X.indptr, users, 9, 4)
+        set_num_threads(min(2, before))
+        two = _order(X.indptr, users, 9, 4)
+    finally:
+        set_num_threads(before)
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, _order(X.indptr, users, 9, 5))  # epochs differ
+
+
+def test_user_grouped_order_shuffles_uniformly():
+    # a user with 3 positives: each of the 6 orders should come up equally often
+    indptr = np.array([0, 3], np.int64)
+    users = np.array([0], np.int64)
+    perms = {p: 0 for p in itertools.permutations(range(3))}
+    draws = 6000
+    for epoch in range(draws):
+        perms[tuple(_order(indptr, users, 11, epoch))] += 1
+    counts = np.array(list(perms.values()))
+    expected = draws / 6
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 20.5, perms  # 99.9% quantile of chi-square with 5 degrees of freedom

@@ -10,9 +10,9 @@ matters once the parameters no longer fit in cache (see ``WARPFactorizer``'s
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._flags import PJIT
+from ._flags import JIT
 from .rng import draw_below, stream_key
 
 #: Added to a user index to key its shuffle stream, so that these streams never
@@ -20,7 +20,7 @@ from .rng import draw_below, stream_key
 ORDER_STREAM = np.uint64(1 << 63)
 
 
-@njit(**PJIT)
+@njit(**JIT)
 def user_grouped_order(indptr, users, seed, epoch, out):
     """Fill ``out`` with the positions of every positive, user by user.
 
@@ -50,7 +50,7 @@ def user_grouped_order(indptr, users, seed, epoch, out):
     for k in range(n):
         u = users[k]
         offsets[k + 1] = offsets[k] + indptr[u + 1] - indptr[u]
-    for k in prange(n):
+    for k in range(n):
         u = users[k]
         start = indptr[u]
         o = offsets[k]

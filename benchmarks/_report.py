@@ -281,8 +281,9 @@ def _training_md(name, sec):
                          f"{_f(kpps)} | {ns_pos:.0f} | {ns_trial:.0f} |")
         parts = sec.get("overhead_parts")
         if parts:
-            lines += ["", f"Isolated pieces on this data ({nnz:,} positives): epoch permutation "
-                      f"{parts['permutation_seconds']:.4f} s, parameter finiteness check "
+            lines += ["", f"Isolated pieces on this data ({nnz:,} positives): epoch order "
+                      f"({parts['sample_order']}) {parts['order_seconds']:.4f} s, parameter "
+                      f"finiteness check "
                       f"{parts['finite_check_seconds']:.4f} s, fit with epochs=0 (validation, "
                       f"allocation, initialisation) {parts['fit_with_zero_epochs_seconds']:.4f} s. "
                       "ns per positive/trial are per thread (kernel seconds x threads / work)."]

@@ -305,17 +305,10 @@ class WARPFactorizer(FactorRecommender):
         n_threads = config["n_threads"]
         parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
         prefetch_rows = parameter_bytes > PREFETCH_ABOVE_BYTES
-        by_user = self.sample_order_ == "users"
-        if by_user and config["epochs"]:
-            order = np.empty(matrix.nnz, np.int64)
+        order = None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
-            rng = np.random.default_rng([self.seed_, epoch])
-            if by_user:
-                _order.user_grouped_order(matrix.indptr, rng.permutation(matrix.shape[0]),
-                                          self.seed_, epoch, order)
-            else:
-                order = rng.permutation(matrix.nnz)
+            order = self._epoch_order(matrix, epoch, order)
             tic = time.perf_counter()
             ok = _train.train_epoch(
                 self.user_factors_, self.item_factors_, self.item_biases_,
@@ -369,6 +362,18 @@ class WARPFactorizer(FactorRecommender):
                           " * alpha <= 0, which flips their sign instead of shrinking them. "
                           "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
         return alpha
+
+    def _epoch_order(self, matrix, epoch, out=None):
+        """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
+        (``sample_order_``); the user-grouped order is written into ``out`` if given."""
+        rng = np.random.default_rng([self.seed_, epoch])
+        if self.sample_order_ != "users":
+            return rng.permutation(matrix.nnz)
+        if out is None:
+            out = np.empty(matrix.nnz, np.int64)
+        _order.user_grouped_order(matrix.indptr, rng.permutation(matrix.shape[0]), self.seed_,
+                                  epoch, out)
+        return out
 
     def _resolve_sample_order(self):
         """``sample_order``, or its ``"auto"`` value (by the size of the parameters)."""

@@ -119,17 +119,28 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
                 b[item] = b[item] - f32(lr) * gb
 
 
+def fisher_yates(slots, key):
+    """Shuffle the list ``slots`` in place: step ``t`` (last slot down to slot 1) swaps
+    slot ``t`` with slot ``draw_below(key, t, t + 1)``."""
+    for t in range(len(slots) - 1, 0, -1):
+        r = draw_below(key, t, t + 1)
+        slots[t], slots[r] = slots[r], slots[t]
+    return slots
+
+
+def shuffle(n, seed, epoch):
+    """A permutation of ``0 .. n - 1``: Fisher-Yates with the stream
+    ``(seed, epoch, 2**64 - 1)``."""
+    return np.array(fisher_yates(list(range(n)), stream_key(seed, epoch, 2**64 - 1)),
+                    dtype=np.int64)
+
+
 def user_grouped_order(indptr, users, seed, epoch):
     """The epoch order of ``sample_order="users"``: for each user of ``users`` in turn,
-    its positions ``indptr[u] .. indptr[u + 1] - 1`` shuffled by Fisher-Yates, where
-    step ``t`` (last slot down to slot 1) swaps slot ``t`` with slot
-    ``draw_below(key, t, t + 1)`` of the user's stream ``(seed, epoch, 2**63 + u)``."""
+    its positions ``indptr[u] .. indptr[u + 1] - 1`` shuffled by Fisher-Yates with the
+    user's stream ``(seed, epoch, 2**63 + u)``."""
     order = []
     for u in users:
         slots = list(range(int(indptr[u]), int(indptr[u + 1])))
-        key = stream_key(seed, epoch, (1 << 63) + int(u))
-        for t in range(len(slots) - 1, 0, -1):
-            r = draw_below(key, t, t + 1)
-            slots[t], slots[r] = slots[r], slots[t]
-        order.extend(slots)
+        order.extend(fisher_yates(slots, stream_key(seed, epoch, (1 << 63) + int(u))))
     return np.array(order, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Epoch orders: the user-grouped order kernel against the slow reference in naive.py."""
+"""Epoch orders: the shuffle kernels against the slow references in naive.py."""
 
 import itertools
 
@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from numba import get_num_threads, set_num_threads
 
 import naive
-from warprec._kernels.order import user_grouped_order
+from warprec._kernels.order import shuffle, user_grouped_order
 
 
 def _random_csr(n_users, n_items, density, seed):
@@ -69,6 +69,28 @@ def test_user_grouped_order_shuffles_uniformly():
     draws = 6000
     for epoch in range(draws):
         perms[tuple(_order(indptr, users, 11, epoch))] += 1
+    counts = np.array(list(perms.values()))
+    expected = draws / 6
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 20.5, perms  # 99.9% quantile of chi-square with 5 degrees of freedom
+
+
+@pytest.mark.parametrize("n, seed, epoch", [(0, 0, 0), (1, 3, 0), (2, 1, 1), (257, 7, 3),
+                                            (1000, 2**63 - 2, 12)])
+def test_shuffle_matches_reference(n, seed, epoch):
+    out = np.full(n, -1, np.int64)
+    shuffle(seed, epoch, out)
+    np.testing.assert_array_equal(out, naive.shuffle(n, seed, epoch))
+    np.testing.assert_array_equal(np.sort(out), np.arange(n))
+
+
+def test_shuffle_is_uniform():
+    perms = {p: 0 for p in itertools.permutations(range(3))}
+    draws = 6000
+    out = np.empty(3, np.int64)
+    for epoch in range(draws):
+        shuffle(5, epoch, out)
+        perms[tuple(out)] += 1
     counts = np.array(list(perms.values()))
     expected = draws / 6
     chi2 = ((counts - expected) ** 2 / expected).sum()

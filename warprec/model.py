@@ -365,14 +365,15 @@ class WARPFactorizer(FactorRecommender):
 
     def _epoch_order(self, matrix, epoch, out=None):
         """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
-        (``sample_order_``); the user-grouped order is written into ``out`` if given."""
-        rng = np.random.default_rng([self.seed_, epoch])
-        if self.sample_order_ != "users":
-            return rng.permutation(matrix.nnz)
+        (``sample_order_``), written into ``out`` if given (see ``_kernels.order``)."""
         if out is None:
             out = np.empty(matrix.nnz, np.int64)
-        _order.user_grouped_order(matrix.indptr, rng.permutation(matrix.shape[0]), self.seed_,
-                                  epoch, out)
+        if self.sample_order_ == "users":
+            users = np.empty(matrix.shape[0], np.int64)
+            _order.shuffle(self.seed_, epoch, users)
+            _order.user_grouped_order(matrix.indptr, users, self.seed_, epoch, out)
+        else:
+            _order.shuffle(self.seed_, epoch, out)
         return out
 
     def _resolve_sample_order(self):

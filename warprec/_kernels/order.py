@@ -1,12 +1,16 @@
 """Epoch orders: in which order a training epoch visits the positives.
 
 The training kernel takes the order as an array of positions into the CSR ``indices``.
-Besides an independent shuffle of all positives (a permutation, made in Python), an
-epoch can visit the users in a random order and each user's positives consecutively,
-in a random order of their own (:func:`user_grouped_order`). Then a user's factor and
-Adagrad rows are read from memory once per epoch instead of once per positive, which
-matters once the parameters no longer fit in cache (see ``WARPFactorizer``'s
-``sample_order``).
+An epoch either shuffles all positives independently (:func:`shuffle`) or visits the
+users in a random order and each user's positives consecutively, in a random order of
+their own (:func:`user_grouped_order`). With the second, a user's factor and Adagrad
+rows are read from memory once per epoch instead of once per positive, which matters
+once the parameters no longer fit in cache (see ``WARPFactorizer``'s ``sample_order``).
+
+Both shuffle by Fisher-Yates with counter-based streams (:mod:`.rng`): step ``t`` (from
+the last slot down to slot 1) swaps slot ``t`` with slot ``draw_below(key, t, t + 1)``.
+Their keys are ``stream_key(seed, epoch, s)`` with ``s >= 2**63``, positions the
+training kernel's per-sample streams (keyed by positive positions) never take.
 """
 
 import numpy as np
@@ -15,9 +19,29 @@ from numba import njit
 from ._flags import JIT
 from .rng import draw_below, stream_key
 
-#: Added to a user index to key its shuffle stream, so that these streams never
-#: coincide with the training kernel's per-sample streams (keyed by positions < 2**63).
+#: Stream of user ``u``'s shuffle: ``ORDER_STREAM + u``.
 ORDER_STREAM = np.uint64(1 << 63)
+#: Stream of the shuffle of a whole array (all positives, or the users' visiting order).
+SHUFFLE_STREAM = np.uint64(2**64 - 1)
+
+
+@njit(inline="always", **JIT)
+def _fisher_yates(out, lo, length, key):
+    """Shuffle ``out[lo:lo + length]`` in place with the stream ``key``."""
+    for t in range(length - 1, 0, -1):
+        r = draw_below(key, t, t + 1)
+        tmp = out[lo + t]
+        out[lo + t] = out[lo + r]
+        out[lo + r] = tmp
+
+
+@njit(**JIT)
+def shuffle(seed, epoch, out):
+    """Fill ``out`` (int64) with a uniformly random permutation of ``0 .. out.size - 1``:
+    the identity shuffled with the stream ``stream_key(seed, epoch, SHUFFLE_STREAM)``."""
+    for t in range(out.shape[0]):
+        out[t] = t
+    _fisher_yates(out, 0, out.shape[0], stream_key(seed, epoch, SHUFFLE_STREAM))
 
 
 @njit(**JIT)
@@ -39,10 +63,8 @@ def user_grouped_order(indptr, users, seed, epoch, out):
 
     Notes
     -----
-    User ``u``'s positives are shuffled by Fisher-Yates with the counter-based stream
-    ``stream_key(seed, epoch, ORDER_STREAM + u)``: step ``t`` (from the last slot down to
-    slot 1) swaps slot ``t`` with slot ``draw_below(key, t, t + 1)``. The result depends
-    only on the arguments, not on the number of threads.
+    User ``u``'s positives are shuffled with the stream
+    ``stream_key(seed, epoch, ORDER_STREAM + u)``.
     """
     n = users.shape[0]
     offsets = np.empty(n + 1, np.int64)
@@ -57,9 +79,4 @@ def user_grouped_order(indptr, users, seed, epoch, out):
         length = offsets[k + 1] - o
         for t in range(length):
             out[o + t] = start + t
-        key = stream_key(seed, epoch, ORDER_STREAM + np.uint64(u))
-        for t in range(length - 1, 0, -1):
-            r = draw_below(key, t, t + 1)
-            tmp = out[o + t]
-            out[o + t] = out[o + r]
-            out[o + r] = tmp
+        _fisher_yates(out, o, length, stream_key(seed, epoch, ORDER_STREAM + np.uint64(u)))

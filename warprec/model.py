@@ -304,8 +304,7 @@ class WARPFactorizer(FactorRecommender):
                 progress, callback):
         """The epoch loop of :meth:`_train` (inside ``kernel_threads``)."""
         n_threads = config["n_threads"]
-        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
-        prefetch_rows = parameter_bytes > PREFETCH_ABOVE_BYTES
+        prefetch_rows = self._outgrows_cache()
         order = None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
@@ -377,12 +376,16 @@ class WARPFactorizer(FactorRecommender):
             _order.shuffle(self.seed_, epoch, out)
         return out
 
+    def _outgrows_cache(self):
+        """Whether the factors and their Adagrad state exceed ``PREFETCH_ABOVE_BYTES``."""
+        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
+        return parameter_bytes > PREFETCH_ABOVE_BYTES
+
     def _resolve_sample_order(self):
         """``sample_order``, or its ``"auto"`` value (by the size of the parameters)."""
         if self.sample_order != "auto":
             return self.sample_order
-        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
-        return "users" if parameter_bytes > PREFETCH_ABOVE_BYTES else "positives"
+        return "users" if self._outgrows_cache() else "positives"
 
     def _check_params(self):
         d = check_positive_int(self.n_components, "n_components")

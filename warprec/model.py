@@ -147,7 +147,7 @@ class WARPFactorizer(FactorRecommender):
         order). ``"users"``: the users in random order, each user's positives one after
         the other in random order; a user's factor and Adagrad rows then come from
         memory once per epoch instead of once per positive, which makes epochs about
-        1.4-1.7x faster once the parameters outgrow the CPU caches (measured on 100k users
+        1.4-1.8x faster once the parameters outgrow the CPU caches (measured on 100k users
         x 40k items, d = 64). ``"auto"``: ``"users"`` when the factors and Adagrad
         state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else ``"positives"``
         (small problems stay in cache, where the order does not change the speed). The

@@ -171,3 +171,17 @@ def test_default_settings_are_stable_on_a_larger_skewed_problem():
         model = WARPFactorizer(n_threads=n_threads).fit(X)
         assert model._parameters_usable()
         assert max(h["loss"] for h in model.history_) < 1e3
+
+
+# ------------------------------------------------------------------ the usability check
+@pytest.mark.parametrize("name", ["user_factors_", "item_factors_", "item_biases_"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_any_non_finite_parameter_makes_the_model_unusable(data, name, bad):
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(data)
+    assert model._parameters_usable()
+    getattr(model, name).flat[3] = bad
+    assert not model._parameters_usable()
+    # also when the factors on the other side are all zero (the bound is then 0 * inf)
+    other = "item_factors_" if name == "user_factors_" else "user_factors_"
+    getattr(model, other)[:] = 0
+    assert not model._parameters_usable()

@@ -43,8 +43,13 @@ class FactorRecommender:
                 * max_abs(self.item_factors_) + max_abs(self.item_biases_))
 
     def _parameters_usable(self):
-        """Finite parameters whose float32 scores cannot overflow."""
-        return self._parameters_finite() and self._score_bound() < _F32_MAX
+        """Finite parameters whose float32 scores cannot overflow.
+
+        The bound alone decides: a NaN parameter makes it NaN and an infinite one makes it
+        inf or NaN, and neither compares below float32's maximum (no separate isfinite
+        pass over the arrays, which this check runs after every epoch).
+        """
+        return self._score_bound() < _F32_MAX
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self):

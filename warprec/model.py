@@ -45,10 +45,12 @@ _ESTIMATORS = ("sampled", "exact")
 _ORDERS = ("auto", "positives", "users")
 
 #: The documented configuration for the ML-100K benchmark split (d=64, 2 threads): a
-#: lower rate, lighter decay, 30 negative draws per positive (a sharper rank estimate) and
-#: 40 epochs. NDCG@10 0.304-0.307 there over four seeded 2-thread runs
-#: (tests/test_quality.py); LightFM 1.17's best on the same split is 0.300.
-TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.01, max_sampled=30, epochs=40)
+#: lower rate (whose automatic decay is lighter: 0.009 on the split), 30 negative draws
+#: per positive (a sharper rank estimate) and 40 epochs. NDCG@10 0.305-0.310 there over
+#: four seeded 2-thread runs (tests/test_quality.py); LightFM 1.17's best on the same split
+#: is 0.300. A fixed alpha of 0.01 did as well on the split (0.305-0.307) but
+#: over-regularised 4M synthetic positives (0.1025 against 0.1075 with "auto").
+TUNED_PARAMS = dict(learning_rate=0.03, alpha="auto", max_sampled=30, epochs=40)
 
 #: ``alpha="auto"`` resolves to
 #: ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) * n_items / n_positives``.
@@ -152,8 +154,8 @@ class WARPFactorizer(FactorRecommender):
         state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else ``"positives"``
         (small problems stay in cache, where the order does not change the speed). The
         order used is ``sample_order_``. The orders give different factors; NDCG@10
-        agreed within 1% with the defaults on ML-100K and on 4M synthetic positives, but
-        ``"users"`` lost 5% there with ``TUNED_PARAMS`` (see the README).
+        agreed within 1% with the defaults on ML-100K and on 4M synthetic positives (see
+        the README).
     verbose : bool, default False
         Show a tqdm progress bar over epochs.
 

@@ -638,12 +638,13 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     reg = np.float32(alpha)
     # None (no max-norm) prunes the clipping code of the pairwise update (an if statement
     # on the argument: Numba prunes those, not conditional expressions)
+    # (the ordinal slice's list update takes 0 for "no max-norm")
     if max_norm is None:
         mnorm = None
         list_mnorm = np.float32(0.0)
     else:
         mnorm = np.float32(max_norm)
-        list_mnorm = np.float32(max_norm)
+        list_mnorm = mnorm
     for t in prange(n_threads):
         lo = min(n, t * per)
         hi = min(n, lo + per)
@@ -651,8 +652,7 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
             failed[t] = not ordinal_slice(
                 U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
                 order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, list_mnorm, adagrad,
-                seed,
-                epoch, stop, stats[t], scratch, ints, reals, np.int64(t))
+                seed, epoch, stop, stats[t], scratch, ints, reals, np.int64(t))
         else:
             failed[t] = not train_slice(
                 U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo,

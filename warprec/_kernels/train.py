@@ -70,27 +70,38 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
     and Numba compiles only the branch in use) the gradient step is divided per
     coordinate by the root of the accumulated squared gradients.
 
-    A first pass computes the new values without storing them; only if their sum is
-    finite are they written (row by row, so each loop has one or two store streams and
-    vectorises), so the parameters never hold NaN/Inf. Returns ``False`` (and writes
-    nothing) otherwise. ``buf`` is scratch of at least one row of length ``d``.
+    The new rows are computed once, into ``buf`` (rows 0-2: U[u], V[i], V[j]; rows 3-5:
+    their Adagrad accumulators), max-norm applied; only if their sum is finite are they
+    copied into the parameters, so the parameters never hold NaN/Inf. Returns ``False``
+    (and writes nothing) otherwise. ``buf`` is scratch of at least 6 rows of length ``d``.
     """
     d = U.shape[1]
     decay = np.float32(1.0) - lr * alpha
     Uu = U[u]
     Vi = V[i]
     Vj = V[j]
-    check = np.float32(0.0)
+    nu = buf[0]
+    ni = buf[1]
+    nj = buf[2]
     if GU is not None:
         GUu = GU[u]
         GVi = GV[i]
         GVj = GV[j]
+        au = buf[3]
+        ai = buf[4]
+        aj = buf[5]
         for f in range(d):
             gu = g * (Vj[f] - Vi[f])
             gv = g * Uu[f]  # the gradient of V[j]; V[i]'s is its opposite
-            check += (decay * Uu[f] - lr * gu / np.sqrt(GUu[f] + gu * gu)
-                      + decay * Vi[f] + lr * gv / np.sqrt(GVi[f] + gv * gv)
-                      + decay * Vj[f] - lr * gv / np.sqrt(GVj[f] + gv * gv))
+            gu2 = GUu[f] + gu * gu
+            gi2 = GVi[f] + gv * gv
+            gj2 = GVj[f] + gv * gv
+            au[f] = gu2
+            ai[f] = gi2
+            aj[f] = gj2
+            nu[f] = decay * Uu[f] - lr * gu / np.sqrt(gu2)
+            ni[f] = decay * Vi[f] + lr * gv / np.sqrt(gi2)
+            nj[f] = decay * Vj[f] - lr * gv / np.sqrt(gj2)
         # the scalar bias steps in float64 (g * g and lr * g are exact there), so that
         # whether LLVM fuses or pairs them up cannot change a bit of the float32 result
         gg = np.float64(g) * np.float64(g)
@@ -101,52 +112,39 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
         new_bj = np.float32(b[j] - step / np.sqrt(np.float64(abj)))
     else:
         for f in range(d):
-            check += (decay * Uu[f] - lr * g * (Vj[f] - Vi[f])
-                      + decay * Vi[f] + lr * g * Uu[f]
-                      + decay * Vj[f] - lr * g * Uu[f])
+            gu = g * (Vj[f] - Vi[f])
+            gv = g * Uu[f]
+            nu[f] = decay * Uu[f] - lr * gu
+            ni[f] = decay * Vi[f] + lr * gv
+            nj[f] = decay * Vj[f] - lr * gv
         abi = np.float32(0.0)
         abj = np.float32(0.0)
         step = np.float64(lr) * np.float64(g)
         new_bi = np.float32(b[i] + step)
         new_bj = np.float32(b[j] - step)
-    check += new_bi + new_bj
+    if max_norm is not None:
+        _clip_row(buf, 0, max_norm)
+        _clip_row(buf, 1, max_norm)
+        _clip_row(buf, 2, max_norm)
+    check = new_bi + new_bj
+    for f in range(d):
+        check += nu[f] + ni[f] + nj[f]
     if not np.isfinite(check):
         return False
-    gu_row = buf[0]
     for f in range(d):
-        gu_row[f] = g * (Vj[f] - Vi[f])  # U's gradient, taken before the item rows move
-    _step_row(V, GV, i, Uu, -g, lr, decay, max_norm)
-    _step_row(V, GV, j, Uu, g, lr, decay, max_norm)
-    _step_row(U, GU, u, gu_row, np.float32(1.0), lr, decay, max_norm)
+        Uu[f] = nu[f]
+        Vi[f] = ni[f]
+        Vj[f] = nj[f]
     b[i] = new_bi
     b[j] = new_bj
-    if Gb is not None:
+    if GU is not None:
+        for f in range(d):
+            GUu[f] = au[f]
+            GVi[f] = ai[f]
+            GVj[f] = aj[f]
         Gb[i] = abi
         Gb[j] = abj
     return True
-
-
-@njit(**JIT)
-def _step_row(P, G, r, grad, scale, lr, decay, max_norm):
-    """``P[r]`` takes a decayed step along the gradient ``scale * grad`` in place (Adagrad
-    when ``G`` is given: ``G[r]`` first accumulates its square), then max-norm unless
-    ``max_norm`` is None.
-
-    Not inlined: inlined three times, it made the first fit compile for 14-15 s instead of
-    10-11 s (measured alternately); the calls cost about 10% of a 1-thread ML-100K epoch."""
-    row = P[r]
-    if G is not None:
-        acc = G[r]
-        for f in range(row.shape[0]):
-            gf = scale * grad[f]
-            acc[f] += gf * gf
-        for f in range(row.shape[0]):
-            row[f] = decay * row[f] - lr * (scale * grad[f]) / np.sqrt(acc[f])
-    else:
-        for f in range(row.shape[0]):
-            row[f] = decay * row[f] - lr * (scale * grad[f])
-    if max_norm is not None:
-        _clip_row(P, r, max_norm)
 
 
 @njit(**JIT)
@@ -511,7 +509,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     non-finite update.
 
     Compiled without reference counting (``JIT_NO_NRT``), so it allocates nothing: its
-    work arrays are row ``thread`` of ``scratch`` (float32, (n_threads, 4, d)), ``ints``
+    work arrays are row ``thread`` of ``scratch`` (float32, (n_threads, 6, d)), ``ints``
     (int64, (n_threads, 3, kos_n + max_sampled)) and ``reals`` (float64,
     (n_threads, 2, kos_n + max_sampled)).
     """
@@ -631,7 +629,7 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     per = (n + n_threads - 1) // n_threads
     failed = np.zeros(n_threads, np.bool_)
     stop = np.zeros(1, np.bool_)
-    scratch = np.empty((n_threads, 4, U.shape[1]), np.float32)
+    scratch = np.empty((n_threads, 6, U.shape[1]), np.float32)
     ints = np.empty((n_threads, 3, kos_n + max_sampled), np.int64)
     reals = np.empty((n_threads, 2, kos_n + max_sampled), np.float64)
     lr = np.float32(learning_rate)

@@ -7,9 +7,10 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba import njit, prange
 
 import naive
-from warprec._kernels import negatives, rng, train
+from warprec._kernels import atomic, negatives, rng, train
 from warprec.weights import resolve_rank_weighting
 
 
@@ -256,3 +257,47 @@ def test_a_fit_compiles_only_the_code_of_its_loss(tmp_path):
     out = subprocess.run([sys.executable, "-c", _COMPILED_PATHS], env=env, check=True,
                          capture_output=True, text=True).stdout.split()
     assert out == ["0", "0", "0", "0"]
+
+
+@njit(parallel=True)
+def _claim_concurrently(counter, n_threads, per_thread, out):
+    for t in prange(n_threads):
+        for k in range(per_thread):
+            out[t, k] = atomic.fetch_add(counter, 0, 1)
+
+
+def test_fetch_add_hands_out_every_value_once():
+    counter = np.zeros(1, np.int64)
+    out = np.empty((4, 5000), np.int64)
+    _claim_concurrently(counter, 4, 5000, out)
+    assert counter[0] == 20000
+    np.testing.assert_array_equal(np.sort(out.ravel()), np.arange(20000))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 130, 3000])
+def test_threads_visit_every_positive_once(n, n_threads):
+    """Threads claim chunks of the order from a shared counter: whatever the sizes, the
+    chunks cover the order exactly once (the per-thread sample counts add up to it)."""
+    X, U, V, b, gen = _problem(13, n_users=50, n_items=200, density=0.3)
+    order = gen.choice(X.nnz, n, replace=False)
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    stats = np.zeros((n_threads, train.N_STATS))
+    assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                             np.ones(X.nnz, np.float32), np.zeros(0, np.int64), order, table,
+                             1.0, False, train.LOSS_WARP, False, 5, 1, 1, np.zeros(0),
+                             _filter(X), 0.05, 0.0, 0.0, True, 3, 0, n_threads, False, stats)
+    assert stats[:, train.STAT_SAMPLES].sum() == n
+    assert train.chunk_size(n, n_threads) >= train.CHUNK_MIN
+
+
+@pytest.mark.parametrize("width,itemsize", [(1, 8), (2, 8), (5, 8), (8, 8), (11, 8), (3, 4),
+                                            (16, 4), (64, 4), (100, 8)])
+def test_thread_rows_keep_threads_off_shared_cache_lines(width, itemsize):
+    for rows in (1, 2, 6):
+        padded = train.thread_rows(rows, width, itemsize)
+        pad_bytes = (padded - rows) * width * itemsize
+        assert pad_bytes >= 64  # a thread's used rows and the next thread's are a line apart
+        assert pad_bytes - width * itemsize < 64  # and no more padding than that

@@ -1,7 +1,8 @@
 """Hogwild SGD epoch kernel for WARP (and BPR) matrix factorisation.
 
-One call runs one epoch over the positives in the order given. Threads own contiguous
-slices of that order and update the shared factor matrices without locks (Hogwild).
+One call runs one epoch over the positives in the order given. Threads claim contiguous
+chunks of that order from a shared counter (a thread that runs ahead takes more chunks)
+and update the shared factor matrices without locks (Hogwild).
 Each sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample.
 
@@ -19,6 +20,7 @@ from numba import njit, prange
 
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, JIT_NO_NRT, PJIT
+from .atomic import fetch_add
 from .borrow import borrow
 from .prefetch import prefetch, prefetch_row
 from .negatives import draw_negative, filter_shift
@@ -314,9 +316,9 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
 
 @njit(**JIT)
 def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                  order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, mnorm, adagrad,
-                  seed, epoch, stop, stats, scratch, ints, reals, thread):
-    """:func:`train_slice` for the ordinal loss: each positive ``p`` of ``order[lo:hi]``
+                  order, next_chunk, chunk, max_sampled, kos_n, neg_cdf, filt, lr, reg, mnorm,
+                  adagrad, seed, epoch, stop, stats, scratch, ints, reals, thread):
+    """:func:`train_slice` for the ordinal loss: each positive ``p`` of the claimed chunks
     makes a list of ``kos_n`` of the user's graded items (``p`` first) and
     ``max_sampled`` negatives of grade 0, whose loss is descended by
     :func:`list_update`. Compiled with reference counting, since the list loss sorts and
@@ -336,10 +338,15 @@ def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_wei
     n_updates = 0
     n_trials = 0
     loss_sum = 0.0
-    for s in range(lo, hi):
-        if stop[0]:
-            break
+    s = 0
+    hi = 0
+    while not stop[0]:
+        if s >= hi:
+            s, hi = claim_chunk(next_chunk, chunk, order.shape[0])
+            if s >= hi:
+                break
         p = order[s]
+        s += 1
         u = sample_users[p]
         start = indptr[u]
         end = indptr[u + 1]
@@ -373,6 +380,37 @@ def _close_slice(stats, stop, ok, n_samples, n_updates, n_trials, loss_sum, rank
     if not ok:
         stop[0] = True
     return ok
+
+
+#: Bounds of the number of positions in a chunk that a thread claims at a time.
+CHUNK_MIN, CHUNK_MAX = 64, 4096
+#: Chunks per thread an epoch is cut into (within the bounds above): enough that a thread
+#: slowed down by another process hands most of its work to the others.
+CHUNKS_PER_THREAD = 16
+
+
+@njit(**JIT)
+def chunk_size(n, n_threads):
+    """Positions per chunk of an epoch of ``n`` positives on ``n_threads`` threads."""
+    return max(min(n // (n_threads * CHUNKS_PER_THREAD), CHUNK_MAX), CHUNK_MIN)
+
+
+@njit(inline="always", **JIT)
+def claim_chunk(next_chunk, chunk, n):
+    """Claim the next chunk ``[lo, hi)`` of ``range(n)`` from the shared counter
+    ``next_chunk[0]``; ``lo == hi`` once every chunk has been claimed."""
+    lo = min(fetch_add(next_chunk, 0, 1) * chunk, n)
+    return lo, min(lo + chunk, n)
+
+
+@njit(**JIT)
+def thread_rows(rows, width, itemsize):
+    """Rows to allocate per thread in an (n_threads, rows', width) work array of which
+    a thread uses ``rows``: one or more padding rows, so that the rows of two threads
+    never share a 64-byte cache line (writes to a shared line would make the cores
+    take it from each other on every write)."""
+    row_bytes = max(width * itemsize, 1)
+    return rows + (64 + row_bytes - 1) // row_bytes
 
 
 #: How many samples ahead the row prefetches of :func:`prefetch_ahead` reach.
@@ -490,11 +528,13 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
 
 
 @njit(**JIT_NO_NRT)
-def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo, hi,
-                table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n, neg_cdf,
-                filt, lr, reg, mnorm, seed, epoch, candidates, thread, stop, stats, scratch,
-                ints, reals):
-    """Visit ``order[lo:hi]`` serially (one thread's share of :func:`train_epoch`).
+def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
+                next_chunk, chunk, table, top_fraction, normalize, violators, max_sampled, kos_k,
+                kos_n, neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates, thread, stop,
+                stats, scratch, ints, reals):
+    """One thread's share of :func:`train_epoch`: claim chunks of ``chunk`` positions of
+    ``order`` (:func:`claim_chunk` on the shared counter ``next_chunk``) until none is
+    left, and visit each chunk's positives serially.
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
     branches before typing them, so each mode compiles only its own code): ``table``
@@ -509,9 +549,10 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     non-finite update.
 
     Compiled without reference counting (``JIT_NO_NRT``), so it allocates nothing: its
-    work arrays are row ``thread`` of ``scratch`` (float32, (n_threads, 6, d)), ``ints``
-    (int64, (n_threads, 3, kos_n + max_sampled)) and ``reals`` (float64,
-    (n_threads, 2, kos_n + max_sampled)).
+    work arrays are row ``thread`` of ``scratch`` (float32, (n_threads, >= 6, d)), ``ints``
+    (int64, (n_threads, >= 3, kos_n + max_sampled)) and ``reals`` (float64,
+    (n_threads, >= 2, kos_n + max_sampled)); their rows beyond those are padding that keeps
+    two threads' rows off a shared cache line (see :func:`thread_rows`).
     """
     n_items = V.shape[0]
     shift = filter_shift(filt.shape[1], n_items)
@@ -525,10 +566,16 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # candidates[thread] holds those of this sample and the next, drawn early when
     # prefetching; None (pruned at compile time) when not
     n_early = ints[thread, 2, :2]
-    n_early[:] = 0
-    for s in range(lo, hi):
-        if stop[0]:
-            break
+    cur = 0
+    hi = 0
+    while not stop[0]:
+        if cur >= hi:
+            cur, hi = claim_chunk(next_chunk, chunk, order.shape[0])
+            if cur >= hi:
+                break
+            n_early[:] = 0
+        s = cur
+        cur += 1
         if candidates is not None:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
                            filt, order, s, hi)
@@ -578,7 +625,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         f_j = np.float32(0.0)
         if violators is not None:
             j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
-                                              top_fraction, normalize, violators[thread], key,
+                                              top_fraction, normalize, violators[thread, 0], key,
                                               counter)
             n_trials += n_neg
         else:
@@ -614,7 +661,8 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
                  order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
                  neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
                  candidates, stats):
-    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread.
+    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread, the
+    threads claiming chunks of ``order`` from a shared counter.
 
     ``violators`` and ``candidates`` are per-thread work arrays or None (see
     :func:`train_slice`)."""
@@ -626,12 +674,15 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     table, violators = borrow(table), borrow(violators)
     neg_cdf, filt, candidates = borrow(neg_cdf), borrow(filt), borrow(candidates)
     n = order.shape[0]
-    per = (n + n_threads - 1) // n_threads
+    chunk = chunk_size(n, n_threads)
+    next_chunk = np.zeros(1, np.int64)
     failed = np.zeros(n_threads, np.bool_)
     stop = np.zeros(1, np.bool_)
-    scratch = np.empty((n_threads, 6, U.shape[1]), np.float32)
-    ints = np.empty((n_threads, 3, kos_n + max_sampled), np.int64)
-    reals = np.empty((n_threads, 2, kos_n + max_sampled), np.float64)
+    d = U.shape[1]
+    width = kos_n + max_sampled
+    scratch = np.empty((n_threads, thread_rows(6, d, 4), d), np.float32)
+    ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
+    reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
     # None (no max-norm) prunes the clipping code of the pairwise update (an if statement
@@ -644,19 +695,18 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
         mnorm = np.float32(max_norm)
         list_mnorm = mnorm
     for t in prange(n_threads):
-        lo = min(n, t * per)
-        hi = min(n, lo + per)
         if grades is not None:
             failed[t] = not ordinal_slice(
                 U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                order, lo, hi, max_sampled, kos_n, neg_cdf, filt, lr, reg, list_mnorm, adagrad,
-                seed, epoch, stop, stats[t], scratch, ints, reals, np.int64(t))
+                order, next_chunk, chunk, max_sampled, kos_n, neg_cdf, filt, lr, reg,
+                list_mnorm, adagrad, seed, epoch, stop, stats[t], scratch, ints, reals,
+                np.int64(t))
         else:
             failed[t] = not train_slice(
-                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order, lo,
-                hi, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates, np.int64(t),
-                stop, stats[t], scratch, ints, reals)
+                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
+                next_chunk, chunk, table, top_fraction, normalize, violators, max_sampled,
+                kos_k, kos_n, neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates,
+                np.int64(t), stop, stats[t], scratch, ints, reals)
     return not failed.any()
 
 
@@ -711,7 +761,8 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     seed, epoch : int
         Random stream keys.
     n_threads : int
-        Number of contiguous slices of ``order`` (one per thread).
+        Threads; they claim chunks of ``order`` (:func:`chunk_size` positions) from a
+        shared counter until none is left.
     prefetch_rows : bool
         Prefetch the rows of upcoming samples and negative candidates. It pays off when
         the parameters do not fit in cache (random row reads then wait on memory) and
@@ -732,9 +783,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # runs), and Python calls take the fast dispatch path
     # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
     # and do not prune: Numba types the non-literal version first)
-    violators = (np.empty((n_threads, V.shape[0]), np.int64)
+    violators = (np.empty((n_threads, thread_rows(1, V.shape[0], 8), V.shape[0]), np.int64)
                  if exact_rank and loss_code == LOSS_WARP else None)
-    candidates = np.empty((n_threads, 2, max_sampled), np.int64) if prefetch_rows else None
+    candidates = (np.empty((n_threads, thread_rows(2, max_sampled, 8), max_sampled), np.int64)
+                  if prefetch_rows else None)
     if not adagrad and loss_code != LOSS_ORDINAL:
         GU = GV = Gb = None  # plain SGD: the pairwise update compiles without Adagrad
     max_norm = float(max_norm) if max_norm > 0 else None

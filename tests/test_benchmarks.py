@@ -115,6 +115,21 @@ def test_competitor_rows(quick):
             assert 0 <= libs[lib]["ndcg"] <= 1
         assert any(c["status"] == "ok" and _finite(c["speedup_steady"])
                    for c in sec["comparisons"])
+        # the identical-settings pairs ran again in turns of two epochs; their paired
+        # ratios are the throughput targets' figures
+        identical = {(c["warprec"], c["competitor"]) for c in sec["comparisons"]
+                     if c["identical_settings"] and c["competitor"].startswith("LightFM")}
+        assert {(p["warprec"], p["competitor"]) for p in sec["paired"]} == identical
+        for p in sec["paired"]:
+            assert p["status"] == "ok", p
+            assert p["pairs"] >= 1 and p["ratio_q25"] <= p["ratio_median"] <= p["ratio_q75"]
+            for run in p["runs"]:
+                mine, theirs = run["warprec_epoch_seconds"], run["lightfm_epoch_seconds"]
+                assert len(mine) == len(theirs) == run["epochs"]
+                assert run["ratios"] == [theirs[k] / mine[k] for k in range(1, len(mine), 2)]
+                assert run["seed"] >= 100   # other seeds than the separate runs'
+    throughput = [t for t in results["targets"] if t["target"].startswith("epoch throughput")]
+    assert throughput and all(t["detail"].startswith("median of") for t in throughput)
     ev = results["evaluate"]
     assert _finite(ev["speedup_vs_implicit"])
     # same factors, same protocol -> both report the same NDCG@10 for these random data
@@ -132,6 +147,7 @@ def test_missing_competitors_are_reported_not_fatal(tmp_path):
     assert rows["warprec"]["status"] == "ok"
     assert rows["lightfm"]["status"] == "not installed"
     assert rows["implicit"]["status"] == "not installed"
+    assert [p["status"] for p in results["synthetic"]["paired"]] == ["not installed"]
     assert results["evaluate"]["implicit"] == "not installed"
     assert results["evaluate"]["runs"]["warprec"]
     assert "not installed" in (tmp_path / "results.md").read_text()

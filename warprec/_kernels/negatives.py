@@ -108,6 +108,23 @@ def is_positive(filt, shift, u, j, indices, start, end):
 
 
 @njit(inline="always", **JIT)
+def count_at_most(cdf, x):
+    """``np.searchsorted(cdf, x, side="right")`` for a non-decreasing ``cdf`` and a number
+    ``x``: how many entries are <= x. Written out: Numba's generic searchsorted (which
+    the training kernel compiles even for uniform negatives) took about 1 s of the first
+    fit's compile time (numba:compile events)."""
+    lo = 0
+    hi = cdf.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cdf[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return np.int64(lo)
+
+
+@njit(inline="always", **JIT)
 def nth_negative(indices, start, end, r):
     """The ``r``-th (0-based) column absent from the sorted ``indices[start:end]``.
 
@@ -140,7 +157,7 @@ def draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, co
     for attempt in range(REDRAWS):
         position = counter + attempt * ATTEMPT_STRIDE
         if weighted:
-            j = np.int64(np.searchsorted(neg_cdf, draw_unit(key, position), side="right"))
+            j = count_at_most(neg_cdf, draw_unit(key, position))
             if j >= n_items:
                 j = n_items - 1
         else:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """warprec vs LightFM 1.17 WARP vs implicit 0.7.3 BPR, side by side in one invocation.
 
-    python benchmarks/run.py                  # everything (a few minutes on 2 quiet cores)
+    python benchmarks/run.py                  # everything (about 15 minutes on 2 cores)
     python benchmarks/run.py --quick          # tiny sizes, < 1 minute (used by the tests)
     python benchmarks/run.py --only ml100k --only evaluate --out /tmp/bench
 

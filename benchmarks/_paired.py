@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from _common import N_COMPONENTS, median, not_installed, now
+import _lightfm
+from _common import N_COMPONENTS, not_installed, now
 
 
 def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
@@ -45,12 +46,7 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
                          max_sampled=lightfm_params["max_sampled"],
                          learning_schedule="adagrad", random_state=seed)
     competitor.fit_partial(interactions, epochs=0, num_threads=n_threads)  # allocates
-    overhead = []
-    for _ in range(3):
-        tic = now()
-        competitor.fit_partial(interactions, epochs=0, num_threads=n_threads)
-        overhead.append(now() - tic)
-    call_overhead = median(overhead)
+    overhead = _lightfm.call_overhead(competitor, interactions, n_threads)
     mine, theirs = [], []
     state = {}
 
@@ -60,7 +56,7 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
             while len(theirs) < len(mine):
                 tic = now()
                 competitor.fit_partial(interactions, epochs=1, num_threads=n_threads)
-                theirs.append(max(now() - tic - call_overhead, 1e-9))
+                theirs.append(max(now() - tic - overhead, 1e-9))
         state["last"] = now()
 
     model = WARPFactorizer(n_components=N_COMPONENTS, n_threads=n_threads, random_state=seed,
@@ -72,7 +68,7 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
                                 competitor.item_biases)
     second = range(1, epochs, 2)
     return dict(status="ok", seed=seed, epochs=epochs, warprec_epoch_seconds=mine,
-                lightfm_epoch_seconds=theirs, lightfm_call_overhead_seconds=call_overhead,
+                lightfm_epoch_seconds=theirs, lightfm_call_overhead_seconds=overhead,
                 warprec_paired_seconds=[mine[k] for k in second],
                 lightfm_paired_seconds=[theirs[k] for k in second],
                 ratios=[theirs[k] / mine[k] for k in second],

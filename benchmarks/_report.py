@@ -264,6 +264,12 @@ def _f(x, digits=3, unit=""):
     return f"{x:.{digits}g}{unit}"
 
 
+def _status_row(pair, columns):
+    """A table row of ``columns`` cells for a pair that did not run: names and status."""
+    return (f"| {pair['warprec']} | {pair['competitor']} | {pair['status']} |"
+            + " |" * (columns - 3))
+
+
 def _training_md(name, sec):
     lines = [f"## {name}", ""]
     d = sec.get("dataset", {})
@@ -299,8 +305,7 @@ def _training_md(name, sec):
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in comps:
             if c["status"] != "ok":
-                lines.append(f"| {c['warprec']} | {c['competitor']} | {c['status']} "
-                             "| | | | | | | | |")
+                lines.append(_status_row(c, 11))
                 continue
             lines.append(f"| {c['warprec']} | {c['competitor']} | {c['same_epochs']} | "
                          f"{c['speedup_steady']:.2f}x | {c['speedup_wall']:.2f}x | "
@@ -322,8 +327,7 @@ def _training_md(name, sec):
                   "epochs | NDCG@10 (warprec vs LightFM) |", "|---|---|---|---|---|---|---|---|"]
         for row in paired:
             if row["status"] != "ok":
-                lines.append(f"| {row['warprec']} | {row['competitor']} | {row['status']} "
-                             "| | | | | |")
+                lines.append(_status_row(row, 8))
                 continue
             lines.append(f"| {row['warprec']} | {row['competitor']} | "
                          f"{row['seeds']} x {row['epochs']} | "

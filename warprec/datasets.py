@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ._kernels._flags import JIT, PJIT
+from ._kernels.negatives import count_at_most
 from ._kernels.rng import mix64
 from .exceptions import WarprecWarning
 
@@ -207,14 +208,7 @@ def _uniform(state):
 @njit(**JIT)
 def _search_right(cdf, lo, hi, u):
     """First position in ``cdf[lo:hi]`` whose value exceeds ``u`` (clipped to hi - 1)."""
-    last = hi - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cdf[mid] <= u:
-            lo = mid + 1
-        else:
-            hi = mid
-    return min(last, lo)
+    return min(hi - 1, lo + count_at_most(cdf[lo:hi], u))
 
 
 @njit(**JIT)

@@ -5,11 +5,12 @@ shared (noisy) machine.
 The separate runs of ``run_training`` time each library's whole fit in its own stretch
 of time; on a host whose neighbours come and go, a ratio of their medians mixes the
 libraries' speed with how busy the machine was during each fit. Here the libraries take
-turns of two epochs, and the second epoch of each turn is timed and paired with the
-other library's second epoch of the next turn: the first epoch of a turn runs after the
-other library's turn (caches and thread pool left in another state: a warprec ML-100K
-epoch right after a LightFM epoch took 1.06x as long as one right after a warprec epoch,
-median of 20), the second runs the way a fit runs its epochs, one after another.
+turns of two epochs, and the second epoch of each turn is paired with the other
+library's epoch of the same number (also the second of its turn): the first epoch of a
+turn runs after the other library's turn (caches and thread pool left in another state:
+a warprec ML-100K epoch right after a LightFM epoch took 1.06x as long as one right after
+a warprec epoch, median of 20), the second runs the way a fit runs its epochs, one after
+another.
 """
 
 from __future__ import annotations

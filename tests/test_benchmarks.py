@@ -8,6 +8,8 @@ skip when those optional packages (the ``bench`` extra) are missing.
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +154,27 @@ def test_missing_competitors_are_reported_not_fatal(tmp_path):
     assert results["evaluate"]["runs"]["warprec"]
     assert "not installed" in (tmp_path / "results.md").read_text()
     assert (tmp_path / "quality_vs_time.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_kernel_profile_sees_the_training_slice(tmp_path):
+    """benchmarks/profile_kernel.py on a short run: perf samples land in the training
+    slice's code and the report lists them (skips without perf, objdump, permission to
+    record or the ML-100K split)."""
+    if shutil.which("perf") is None or shutil.which("objdump") is None:
+        pytest.skip("needs perf and objdump")
+    probe = subprocess.run(["perf", "record", "-o", str(tmp_path / "probe.data"), "--", "true"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("perf cannot record here")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_kernel.py"),
+                           "--warm-epochs", "2", "--seconds", "1", "--top", "5"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode == 2 and "ML-100K split" in proc.stdout:
+        pytest.skip(proc.stdout.strip())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    m = re.match(r"(\d+) samples, (\d+) \(", lines[0])
+    assert m and int(m.group(2)) > 0, lines[0]
+    listed = lines[lines.index("hottest instructions (a stall shows on the instruction after "
+                               "it)") + 1:]
+    assert len(listed) == 5 and all("%" in line for line in listed)

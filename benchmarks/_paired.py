@@ -78,8 +78,8 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
 
 def summarise(runs):
     """Pool the paired epochs of all seeds: median and quartiles of the per-pair ratios,
-    the ratio of the summed paired epochs, each library's median paired epoch and mean
-    NDCG@10 over the seeds."""
+    the ratio of the summed paired epochs, each library's median paired epoch, and its
+    NDCG@10 by seed and mean over the seeds."""
     ok = [r for r in runs if r.get("status") == "ok"]
     if not ok:
         return dict(status=runs[0].get("status", "no runs") if runs else "no runs")
@@ -98,4 +98,5 @@ def summarise(runs):
         warprec_epoch_median=float(np.median(mine)),
         lightfm_epoch_median=float(np.median(theirs)),
         ndcg=(float(np.mean(ndcg)), float(np.mean(ndcg_competitor))),
+        ndcg_by_seed=(ndcg, ndcg_competitor),
         ndcg_ratio=float(np.mean(ndcg) / np.mean(ndcg_competitor)))

@@ -169,10 +169,8 @@ def check_targets(results):
             theirs = _final_ndcgs(sec, c["competitor"])
             detail = f"separate runs: {c['ndcg'][0]:.4f} vs {c['ndcg'][1]:.4f}"
             if paired is not None:
-                mine += [r["warprec_quality"]["ndcg@10"] for r in paired["runs"]
-                         if r.get("status") == "ok"]
-                theirs += [r["lightfm_quality"]["ndcg@10"] for r in paired["runs"]
-                           if r.get("status") == "ok"]
+                mine += paired["ndcg_by_seed"][0]
+                theirs += paired["ndcg_by_seed"][1]
                 detail += (f"; paired runs: {paired['ndcg'][0]:.4f} vs {paired['ndcg'][1]:.4f}; "
                            f"measured: means over all {len(mine)} and {len(theirs)} seeds")
             ratio = float(np.mean(mine) / np.mean(theirs))

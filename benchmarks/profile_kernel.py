@@ -102,7 +102,7 @@ def main(argv=None):
         return 2
     model = WARPFactorizer(epochs=args.warm_epochs, n_threads=args.threads,
                            random_state=0).fit(ds.train)
-    symbols, objects = _symbols([train.train_slice, train._train_epoch])
+    symbols, objects = _symbols([train.train_slice])
     if "train_slice" not in objects:
         print("no object code for train_slice (was it loaded from a cache?)")
         return 2

@@ -7,6 +7,8 @@ import random
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -14,6 +16,7 @@ import pandas as pd
 import pytest
 
 from warprec import WARPFactorizer
+from warprec._threads import run_in_threads
 from warprec.datasets import make_interactions
 
 MAX_THREADS = numba.config.NUMBA_NUM_THREADS
@@ -115,6 +118,62 @@ def test_concurrent_single_thread_fits_are_independent():
         parallel = list(pool.map(fit, list(range(4)) * 2))
     for seed, factors in enumerate(parallel):
         assert factors.tobytes() == serial[seed % 4].tobytes()
+
+
+def test_concurrent_multi_thread_fits_visit_every_positive():
+    """Two-thread fits started at once from several Python threads share the pool of
+    training threads: every epoch of each still visits all positives once."""
+    X = make_interactions(200, 80, 4000, rank=3, random_state=4)
+
+    def fit(seed):
+        model = WARPFactorizer(n_components=8, epochs=4, n_threads=2, random_state=seed)
+        model.fit(X)
+        return [info["samples"] for info in model.history_], model._parameters_usable()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(fit, range(8)))
+    for samples, usable in results:
+        assert samples == [X.nnz] * 4
+        assert usable
+
+
+def test_run_in_threads_runs_the_tasks_at_once():
+    n = 3
+    barrier = threading.Barrier(n, timeout=60)   # times out unless all n tasks overlap
+
+    def task(t):
+        barrier.wait()
+        return t, threading.get_ident()
+
+    out = run_in_threads(task, n)
+    assert [t for t, _ in out] == list(range(n))
+    assert out[0][1] == threading.get_ident()        # task 0 runs in the calling thread
+    assert len({ident for _, ident in out}) == n
+    assert run_in_threads(lambda t: (t, threading.get_ident()), 1) == [
+        (0, threading.get_ident())]
+
+
+def test_run_in_threads_raises_only_after_every_task_ended():
+    ended = []
+
+    def task(t):
+        try:
+            if t == 0:
+                raise KeyError("task 0")
+            time.sleep(0.2)
+            if t == 2:
+                raise ValueError("task 2")
+            return t
+        finally:
+            ended.append(t)
+
+    with pytest.raises(KeyError, match="task 0"):   # the first failure in task order
+        run_in_threads(task, 3)
+    assert sorted(ended) == [0, 1, 2]
+    ended.clear()
+    with pytest.raises(ValueError, match="task 2"):
+        run_in_threads(lambda t: task(t + 1), 2)
+    assert sorted(ended) == [1, 2]
 
 
 _WORKQUEUE_SCRIPT = textwrap.dedent("""

@@ -1,7 +1,9 @@
-"""Thread counts and safe launching of parallel Numba kernels (one place for both)."""
+"""Thread counts, safe launching of parallel Numba kernels, and the threads that train
+(one place for all three)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 import warnings
@@ -11,7 +13,7 @@ import numba
 from ._inputs import check_positive_int
 from .exceptions import WarprecWarning
 
-__all__ = ["resolve_threads", "kernel_threads"]
+__all__ = ["resolve_threads", "kernel_threads", "run_in_threads"]
 
 _KERNEL_LOCK = threading.RLock()
 
@@ -55,3 +57,55 @@ def kernel_threads(n_threads):
             yield n
         finally:
             numba.set_num_threads(previous)
+
+
+_POOL = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(n_workers):
+    """The shared pool of worker threads, with room for at least ``n_workers``."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL_SIZE < n_workers:
+            # not shut down: another thread may be submitting to it; its threads exit
+            # once it is garbage collected and they are idle
+            _POOL = concurrent.futures.ThreadPoolExecutor(n_workers, "warprec")
+            _POOL_SIZE = n_workers
+        return _POOL
+
+
+def run_in_threads(task, n):
+    """Run ``task(0), ..., task(n - 1)`` at the same time and return their results in order.
+
+    ``task(0)`` runs in the calling thread and the others in a pool of worker threads that
+    is kept for later calls, so a call starts no thread once the pool is large enough.
+    Training runs its epoch slices this way: they are Numba functions compiled with
+    ``nogil=True``, so they run in parallel.
+
+    The tasks must not wait for each other: with calls from several Python threads at
+    once, a task may start only when another call's task has finished. Every task has
+    ended when the function returns, also when one raised; the first exception (in task
+    order) is then raised again.
+
+    Parameters
+    ----------
+    task : callable
+        Called with the task index.
+    n : int
+        Number of tasks, >= 1.
+
+    Returns
+    -------
+    list
+        ``[task(0), ..., task(n - 1)]``.
+    """
+    if n == 1:
+        return [task(0)]
+    futures = [_pool(n - 1).submit(task, t) for t in range(1, n)]
+    try:
+        first = task(0)
+    finally:
+        concurrent.futures.wait(futures)
+    return [first] + [future.result() for future in futures]

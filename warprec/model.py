@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from . import __version__
 from ._base import FactorRecommender, _is_frame, _is_interactions
-from ._threads import kernel_threads, resolve_threads
+from ._threads import resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
@@ -295,16 +295,15 @@ class WARPFactorizer(FactorRecommender):
         stats = np.zeros((n_threads, _train.N_STATS))
         progress = _progress(config["epochs"], self.verbose)
         try:
-            with kernel_threads(n_threads):
-                self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, filt,
-                             stats, progress, callback)
+            self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, filt,
+                         stats, progress, callback)
         finally:
             progress.close()
         return self
 
     def _epochs(self, config, matrix, users, weights, grades, weighting, neg_cdf, filt, stats,
                 progress, callback):
-        """The epoch loop of :meth:`_train` (inside ``kernel_threads``)."""
+        """The epoch loop of :meth:`_train`."""
         n_threads = config["n_threads"]
         prefetch_rows = self._outgrows_cache()
         order = None

@@ -1,8 +1,10 @@
 """Hogwild SGD epoch kernel for WARP (and BPR) matrix factorisation.
 
-One call runs one epoch over the positives in the order given. Threads claim contiguous
-chunks of that order from a shared counter (a thread that runs ahead takes more chunks)
-and update the shared factor matrices without locks (Hogwild).
+One call runs one epoch over the positives in the order given. Each thread runs one
+slice (a Numba function that releases the GIL; the threads are Python threads, not a
+``prange`` loop, whose compilation took about 4.5 s of the first fit). The slices claim
+contiguous chunks of that order from a shared counter (a thread that runs ahead takes
+more chunks) and update the shared factor matrices without locks (Hogwild).
 Each sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample.
 
@@ -17,10 +19,11 @@ negatives; at least 1 since a violator was found) and the hinge
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .._threads import run_in_threads
 from ..losses import ordinal_loss_grad_unit
-from ._flags import JIT, JIT_NO_NRT, PJIT
+from ._flags import JIT, JIT_NO_NRT
 from .atomic import fetch_add
 from .borrow import borrow
 from .prefetch import prefetch, prefetch_row
@@ -337,7 +340,12 @@ def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_wei
     makes a list of ``kos_n`` of the user's graded items (``p`` first) and
     ``max_sampled`` negatives of grade 0, whose loss is descended by
     :func:`list_update`. Compiled with reference counting, since the list loss sorts and
-    allocates."""
+    allocates; it borrows the arrays the threads share (:mod:`.borrow`)."""
+    U, V, b, GU, GV, Gb = borrow(U), borrow(V), borrow(b), borrow(GU), borrow(GV), borrow(Gb)
+    indptr, indices, order = borrow(indptr), borrow(indices), borrow(order)
+    sample_users, sample_weight, grades = borrow(sample_users), borrow(sample_weight), borrow(
+        grades)
+    neg_cdf, filt = borrow(neg_cdf), borrow(filt)
     n_items = V.shape[0]
     shift = filter_shift(filt.shape[1], n_items)
     buf = scratch[thread]
@@ -689,64 +697,6 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                         rank_loss_sum)
 
 
-@njit(**PJIT)
-def _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                 order, table, top_fraction, normalize, violators, max_sampled, kos_k, kos_n,
-                 neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
-                 candidates, stats, chunk, scratch_rows, int_rows, real_rows):
-    """The parallel part of :func:`train_epoch`: one :func:`train_slice` per thread, the
-    threads claiming chunks of ``chunk`` positions of ``order`` from a shared counter.
-    ``scratch_rows``, ``int_rows`` and ``real_rows``: rows per thread of the work arrays,
-    padding included (:func:`thread_rows`; computed by the caller, like ``chunk``, because
-    every helper compiled on its own adds to the first fit's compile time).
-
-    ``violators`` and ``candidates`` are per-thread work arrays or None (see
-    :func:`train_slice`)."""
-    # the threads share these arrays: without borrowing, every row view and helper call
-    # would count references with atomics on the arrays' shared memory-info blocks
-    U, V, b, GU, GV, Gb = borrow(U), borrow(V), borrow(b), borrow(GU), borrow(GV), borrow(Gb)
-    indptr, indices, order = borrow(indptr), borrow(indices), borrow(order)
-    sample_users, sample_weight = borrow(sample_users), borrow(sample_weight)
-    table, violators = borrow(table), borrow(violators)
-    neg_cdf, filt, candidates = borrow(neg_cdf), borrow(filt), borrow(candidates)
-    next_chunk = np.zeros(1, np.int64)
-    failed = np.zeros(n_threads, np.bool_)
-    stop = np.zeros(1, np.bool_)
-    d = U.shape[1]
-    width = kos_n + max_sampled
-    scratch = np.empty((n_threads, scratch_rows, d), np.float32)
-    ints = np.empty((n_threads, int_rows, width), np.int64)
-    reals = np.empty((n_threads, real_rows, width), np.float64)
-    lr = np.float32(learning_rate)
-    reg = np.float32(alpha)
-    # None (no max-norm) prunes the clipping code of the pairwise update (an if statement
-    # on the argument: Numba prunes those, not conditional expressions)
-    # (the ordinal slice's list update takes 0 for "no max-norm")
-    if max_norm is None:
-        mnorm = None
-        list_mnorm = np.float32(0.0)
-    else:
-        mnorm = np.float32(max_norm)
-        list_mnorm = mnorm
-    for t in prange(n_threads):
-        if grades is not None:
-            failed[t] = not ordinal_slice(
-                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
-                order, next_chunk, chunk, max_sampled, kos_n, neg_cdf, filt, lr, reg,
-                list_mnorm, adagrad, seed, epoch, stop, stats[t], scratch, ints, reals,
-                np.int64(t))
-        else:
-            failed[t] = not train_slice(
-                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
-                next_chunk, chunk, table, top_fraction, normalize, violators, max_sampled,
-                kos_k, kos_n, neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates,
-                np.int64(t), stop, stats[t], scratch, ints, reals)
-    ok = True
-    for t in range(n_threads):   # not failed.any(): it compiles a generic reduction
-        ok = ok and not failed[t]
-    return ok
-
-
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
                 neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
@@ -798,8 +748,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     seed, epoch : int
         Random stream keys.
     n_threads : int
-        Threads; they claim chunks of ``order`` (:func:`chunk_size` positions) from a
-        shared counter until none is left.
+        Slices run at once: the calling thread runs one and pooled worker threads the
+        others (``warprec._threads.run_in_threads``; the slices release the GIL). They
+        claim chunks of ``order`` (:func:`chunk_size` positions) from a shared counter
+        until none is left.
     prefetch_rows : bool
         Prefetch the rows of upcoming samples and negative candidates. It pays off when
         the parameters do not fit in cache (random row reads then wait on memory) and
@@ -827,11 +779,33 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                   if prefetch_rows else None)
     if not adagrad and loss_code != LOSS_ORDINAL:
         GU = GV = Gb = None  # plain SGD: the pairwise update compiles without Adagrad
-    max_norm = float(max_norm) if max_norm > 0 else None
-    return _train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight,
-                        grades if loss_code == LOSS_ORDINAL else None, order,
-                        None if loss_code == LOSS_BPR else table, top_fraction, normalize,
-                        violators, max_sampled, kos_k, kos_n, neg_cdf, filt, learning_rate, alpha,
-                        max_norm, adagrad, seed, epoch, n_threads, candidates, stats,
-                        chunk_size(order.shape[0], n_threads), thread_rows(6, U.shape[1], 4),
-                        thread_rows(3, width, 8), thread_rows(2, width, 8))
+    d = U.shape[1]
+    # per-thread work arrays, padded so that two threads' rows never share a cache line
+    scratch = np.empty((n_threads, thread_rows(6, d, 4), d), np.float32)
+    ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
+    reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
+    next_chunk = np.zeros(1, np.int64)
+    stop = np.zeros(1, np.bool_)
+    lr = np.float32(learning_rate)
+    reg = np.float32(alpha)
+    chunk = chunk_size(order.shape[0], n_threads)
+    if loss_code == LOSS_ORDINAL:
+        list_mnorm = np.float32(max(max_norm, 0.0))   # 0: no max-norm
+
+        def run_slice(t):
+            return ordinal_slice(
+                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades,
+                order, next_chunk, chunk, max_sampled, kos_n, neg_cdf, filt, lr, reg,
+                list_mnorm, adagrad, seed, epoch, stop, stats[t], scratch, ints, reals, t)
+    else:
+        # None (no max-norm) prunes the clipping code of the pairwise update
+        mnorm = np.float32(max_norm) if max_norm > 0 else None
+        table = None if loss_code == LOSS_BPR else table
+
+        def run_slice(t):
+            return train_slice(
+                U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, order,
+                next_chunk, chunk, table, top_fraction, normalize, violators, max_sampled,
+                kos_k, kos_n, neg_cdf, filt, lr, reg, mnorm, seed, epoch, candidates, t, stop,
+                stats[t], scratch, ints, reals)
+    return all(run_in_threads(run_slice, n_threads))

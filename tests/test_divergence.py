@@ -36,7 +36,7 @@ def test_large_sgd_steps_raise_divergence_error(data, learning_rate, rank_weight
     # the failed epoch is not counted, the earlier ones are
     assert model.epochs_done_ == err.epoch == len(model.history_) == len(seen)
     assert seen == list(range(err.epoch))
-    # the parameters are the last finite ones; they are never NaN/inf
+    # the parameters (and Adagrad accumulators) are never left NaN/inf
     assert model._parameters_finite()
     for name in ("user_grad_sq_", "item_grad_sq_", "bias_grad_sq_"):
         assert np.isfinite(getattr(model, name)).all()

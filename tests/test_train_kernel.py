@@ -121,20 +121,39 @@ def test_prefetching_changes_no_draw(kos_n, neg_cdf):
     np.testing.assert_array_equal(fast_stats, slow_stats)
 
 
-def test_kernel_refuses_non_finite_updates():
+@pytest.mark.parametrize("adagrad", [False, True])
+@pytest.mark.parametrize("max_norm", [0.0, 1e38])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_kernel_leaves_no_non_finite_parameter(adagrad, max_norm, n_threads):
+    """Updates that overflow float32 stop the epoch and leave every parameter finite.
+    Without max-norm the rows are stepped in place and the coordinates that overflowed
+    are reset (factors 0, accumulators 1); with it the update is not applied at all."""
     X, U, V, b, gen = _problem(3)
-    U[:], V[:] = 10.0, 1e37  # scores overflow float32: every update would be non-finite
+    U[:], V[:] = 10.0, 1e37  # scores overflow float32: every update is non-finite
+    V[::2] = -1e37
     params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     before = [p.copy() for p in params]
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("auc", X.shape[1]).table
+    # BPR updates every positive: the first update already overflows
     ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                           np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
-                           train.LOSS_BPR, False, 5, 1, 1, np.zeros(0), _filter(X), 1e6, 0.0, 0.0,
-                           False, 1, 0, 1, False, np.zeros((1, train.N_STATS)))
+                           np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz),
+                           table, 1.0, False, train.LOSS_BPR, False, 5, 1, 1, np.zeros(0),
+                           _filter(X), 1e6, 0.0, max_norm, adagrad, 1, 0, n_threads, False,
+                           np.zeros((n_threads, train.N_STATS)))
     assert not ok
-    for p, q in zip(params, before):
-        assert np.isfinite(p).all() or np.array_equal(p, q)
+    for p in params:
+        assert np.isfinite(p).all()
+    if max_norm and n_threads == 1:
+        for p, q in zip(params, before):
+            np.testing.assert_array_equal(p, q)
+    elif n_threads == 1:
+        # one update ran: the factor coordinates it changed are the reset ones (its finite
+        # steps vanish against 1e37), and its biases were not written
+        changed = [p != q for p, q in zip(params, before)]
+        assert changed[0].any()
+        assert (params[0][changed[0]] == 0).all() and (params[1][changed[1]] == 0).all()
+        assert not changed[2].any() and not changed[5].any()
 
 
 def test_nth_negative_random_rows():

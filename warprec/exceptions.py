@@ -17,9 +17,10 @@ class DivergenceError(FloatingPointError):
     Attributes
     ----------
     epoch : int
-        The (0-based, counted over the model's whole life) epoch during which the
-        parameters stopped being finite. The model keeps the parameters of the last
-        finite epoch.
+        The (0-based, counted over the model's whole life) epoch during which an update
+        made a parameter NaN or infinite (or the scores could overflow float32). The
+        parameters stay finite: the training kernel resets such coordinates (factors to
+        0, Adagrad accumulators to 1) or, with max-norm, does not apply the update.
     """
 
     def __init__(self, message: str, epoch: int):

@@ -326,8 +326,8 @@ class WARPFactorizer(FactorRecommender):
                         if not ok or not self._parameters_finite() else
                         "the parameters grew so large that scores overflow float32")
                 raise DivergenceError(
-                    f"Training diverged in epoch {epoch}: {what}. The model keeps its "
-                    f"last finite parameters (do not use them for recommendations). "
+                    f"Training diverged in epoch {epoch}: {what}. The parameters "
+                    f"stay finite, but do not use them for recommendations. "
                     f"Lower learning_rate (now {self.learning_rate})"
                     + (", add alpha regularisation" if not self.alpha_ else "")
                     + (" or use learning_schedule='adagrad'" if not config["adagrad"]

@@ -176,6 +176,33 @@ def test_run_in_threads_raises_only_after_every_task_ended():
     assert sorted(ended) == [1, 2]
 
 
+_FORK_SCRIPT = textwrap.dedent("""
+    import multiprocessing
+    from warprec import WARPFactorizer
+    from warprec.datasets import make_interactions
+
+    X = make_interactions(200, 80, 4000, rank=3, random_state=4)
+
+    def fit(seed):
+        model = WARPFactorizer(n_components=8, epochs=2, n_threads=2, random_state=seed)
+        return model.fit(X)._parameters_usable()
+
+    assert fit(0)          # the parent's pool of training threads exists now
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print(pool.map_async(fit, range(2)).get(timeout=120))
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_multi_thread_fits_work_in_forked_children():
+    """A forked child has the parent's pool object but none of its threads; training there
+    must not wait forever for a task that no thread runs."""
+    proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[True, True]"
+
+
 _WORKQUEUE_SCRIPT = textwrap.dedent("""
     from concurrent.futures import ThreadPoolExecutor
     import numba

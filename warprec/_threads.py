@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import os
 import threading
 import warnings
 
@@ -62,6 +63,17 @@ def kernel_threads(n_threads):
 _POOL = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
+
+
+def _forget_pool():
+    """In a forked child: the pool's threads were not copied (a task submitted to it would
+    never run) and another thread may have held the lock, so start afresh."""
+    global _POOL, _POOL_SIZE, _POOL_LOCK
+    _POOL, _POOL_SIZE, _POOL_LOCK = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _pool(n_workers):

@@ -322,7 +322,7 @@ class WARPFactorizer(FactorRecommender):
                 self.seed_, epoch, n_threads, prefetch_rows, stats)
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
-                what = ("an update would have made the parameters NaN or infinite"
+                what = ("an update made parameters NaN or infinite"
                         if not ok or not self._parameters_finite() else
                         "the parameters grew so large that scores overflow float32")
                 raise DivergenceError(

@@ -76,8 +76,9 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
     and Numba compiles only the branch in use) the gradient step is divided per
     coordinate by the root of the accumulated squared gradients.
 
-    Returns ``False`` if a new value would be non-finite; no parameter is left NaN or
-    infinite either way. Without max-norm (``max_norm is None``) the rows are updated in
+    Returns ``False`` if a new value is non-finite; no parameter is left NaN or infinite
+    (the buffered step then writes nothing, the in-place step resets the non-finite
+    coordinates). Without max-norm (``max_norm is None``) the rows are updated in
     place in one pass (:func:`_step_in_place`); with it they are computed into ``buf``
     first (:func:`_step_buffered`; at least 6 rows of length ``d``).
     """

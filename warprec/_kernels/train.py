@@ -103,6 +103,27 @@ def _bias_steps(b, Gb, i, j, g, lr):
 
 
 @njit(inline="always", **JIT)
+def _adagrad_coordinate(uf, vi, vj, au, ai, aj, g, lr, decay):
+    """One coordinate of an Adagrad pair step: the new ``U[u, f], V[i, f], V[j, f]`` and
+    their new accumulators, from the old values ``uf, vi, vj, au, ai, aj``."""
+    gu = g * (vj - vi)
+    gv = g * uf  # the gradient of V[j]; V[i]'s is its opposite
+    au = au + gu * gu
+    ai = ai + gv * gv
+    aj = aj + gv * gv
+    return (decay * uf - lr * gu / np.sqrt(au), decay * vi + lr * gv / np.sqrt(ai),
+            decay * vj - lr * gv / np.sqrt(aj), au, ai, aj)
+
+
+@njit(inline="always", **JIT)
+def _sgd_coordinate(uf, vi, vj, g, lr, decay):
+    """One coordinate of a plain SGD pair step: the new ``U[u, f], V[i, f], V[j, f]``."""
+    gu = g * (vj - vi)
+    gv = g * uf
+    return decay * uf - lr * gu, decay * vi + lr * gv, decay * vj - lr * gv
+
+
+@njit(inline="always", **JIT)
 def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha):
     """:func:`pair_update` without max-norm: each coordinate of the rows (and of their
     Adagrad accumulators) is read, stepped and written back in one pass, and the sum of
@@ -127,17 +148,8 @@ def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha):
         GVi = GV[i]
         GVj = GV[j]
         for f in range(d):
-            uf = Uu[f]
-            vi = Vi[f]
-            vj = Vj[f]
-            gu = g * (vj - vi)
-            gv = g * uf  # the gradient of V[j]; V[i]'s is its opposite
-            gu2 = GUu[f] + gu * gu
-            gi2 = GVi[f] + gv * gv
-            gj2 = GVj[f] + gv * gv
-            x = decay * uf - lr * gu / np.sqrt(gu2)
-            y = decay * vi + lr * gv / np.sqrt(gi2)
-            z = decay * vj - lr * gv / np.sqrt(gj2)
+            x, y, z, gu2, gi2, gj2 = _adagrad_coordinate(Uu[f], Vi[f], Vj[f], GUu[f], GVi[f],
+                                                         GVj[f], g, lr, decay)
             GUu[f] = gu2
             GVi[f] = gi2
             GVj[f] = gj2
@@ -147,14 +159,7 @@ def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha):
             total += (x + y + z) + (gu2 + gi2 + gj2)
     else:
         for f in range(d):
-            uf = Uu[f]
-            vi = Vi[f]
-            vj = Vj[f]
-            gu = g * (vj - vi)
-            gv = g * uf
-            x = decay * uf - lr * gu
-            y = decay * vi + lr * gv
-            z = decay * vj - lr * gv
+            x, y, z = _sgd_coordinate(Uu[f], Vi[f], Vj[f], g, lr, decay)
             Uu[f] = x
             Vi[f] = y
             Vj[f] = z
@@ -207,24 +212,11 @@ def _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
         ai = buf[4]
         aj = buf[5]
         for f in range(d):
-            gu = g * (Vj[f] - Vi[f])
-            gv = g * Uu[f]
-            gu2 = GUu[f] + gu * gu
-            gi2 = GVi[f] + gv * gv
-            gj2 = GVj[f] + gv * gv
-            au[f] = gu2
-            ai[f] = gi2
-            aj[f] = gj2
-            nu[f] = decay * Uu[f] - lr * gu / np.sqrt(gu2)
-            ni[f] = decay * Vi[f] + lr * gv / np.sqrt(gi2)
-            nj[f] = decay * Vj[f] - lr * gv / np.sqrt(gj2)
+            nu[f], ni[f], nj[f], au[f], ai[f], aj[f] = _adagrad_coordinate(
+                Uu[f], Vi[f], Vj[f], GUu[f], GVi[f], GVj[f], g, lr, decay)
     else:
         for f in range(d):
-            gu = g * (Vj[f] - Vi[f])
-            gv = g * Uu[f]
-            nu[f] = decay * Uu[f] - lr * gu
-            ni[f] = decay * Vi[f] + lr * gv
-            nj[f] = decay * Vj[f] - lr * gv
+            nu[f], ni[f], nj[f] = _sgd_coordinate(Uu[f], Vi[f], Vj[f], g, lr, decay)
     new_bi, new_bj, abi, abj = _bias_steps(b, Gb, i, j, g, lr)
     _clip_row(buf, 0, max_norm)
     _clip_row(buf, 1, max_norm)

@@ -121,8 +121,9 @@ def test_prefetching_changes_no_draw(kos_n, neg_cdf):
     np.testing.assert_array_equal(fast_stats, slow_stats)
 
 
-@pytest.mark.parametrize("adagrad", [False, True])
-@pytest.mark.parametrize("max_norm", [0.0, 1e38])
+# (SGD with max-norm is left out: one more kernel specialisation, ~9 s of CI compile,
+# for the same buffered path)
+@pytest.mark.parametrize("adagrad,max_norm", [(False, 0.0), (True, 0.0), (True, 1e38)])
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_kernel_leaves_no_non_finite_parameter(adagrad, max_norm, n_threads):
     """Updates that overflow float32 stop the epoch and leave every parameter finite.

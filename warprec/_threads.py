@@ -115,7 +115,8 @@ def run_in_threads(task, n):
     """
     if n == 1:
         return [task(0)]
-    futures = [_pool(n - 1).submit(task, t) for t in range(1, n)]
+    pool = _pool(n - 1)
+    futures = [pool.submit(task, t) for t in range(1, n)]
     try:
         first = task(0)
     finally:

@@ -421,9 +421,12 @@ def ordinal_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_wei
     allocates; it borrows the arrays the threads share (:mod:`.borrow`)."""
     U, V, b, GU, GV, Gb = borrow(U), borrow(V), borrow(b), borrow(GU), borrow(GV), borrow(Gb)
     indptr, indices, order = borrow(indptr), borrow(indices), borrow(order)
-    sample_users, sample_weight, grades = borrow(sample_users), borrow(sample_weight), borrow(
-        grades)
-    neg_cdf, filt = borrow(neg_cdf), borrow(filt)
+    sample_users, sample_weight = borrow(sample_users), borrow(sample_weight)
+    grades, neg_cdf, filt = borrow(grades), borrow(neg_cdf), borrow(filt)
+    # the work arrays and counters too: this slice's rows are views of arrays every
+    # slice takes its rows from
+    next_chunk, stop, stats = borrow(next_chunk), borrow(stop), borrow(stats)
+    scratch, ints, reals = borrow(scratch), borrow(ints), borrow(reals)
     n_items = V.shape[0]
     shift = filter_shift(filt.shape[1], n_items)
     buf = scratch[thread]

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
+from ._aligned import aligned, aligned_empty
 from ._base import FactorRecommender, _is_frame, _is_interactions
 from ._threads import resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
@@ -41,6 +42,9 @@ _SAMPLING = ("uniform", "popularity")
 #: Factor + Adagrad bytes above which the kernel prefetches rows (about an L2 cache's worth
 #: of parameters per core plus the shared L3's; below it the rows stay cached anyway).
 PREFETCH_ABOVE_BYTES = 8 * 2**20
+#: The fitted arrays the training kernel updates.
+_PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
+                     "item_grad_sq_", "bias_grad_sq_")
 _ESTIMATORS = ("sampled", "exact")
 _ORDERS = ("auto", "positives", "users")
 
@@ -280,6 +284,8 @@ class WARPFactorizer(FactorRecommender):
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
             self._initialise(matrix.shape, user_ids, item_ids, config)
+        else:
+            self._align_parameters()
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.sample_order_ = self._resolve_sample_order()
         self.train_matrix_ = matrix
@@ -376,6 +382,12 @@ class WARPFactorizer(FactorRecommender):
         else:
             _order.shuffle(self.seed_, epoch, out)
         return out
+
+    def _align_parameters(self):
+        """Give the parameter arrays cache-line-aligned data (a copy of those without,
+        e.g. after ``load`` or a replaced attribute; see ``warprec._aligned``)."""
+        for name in _PARAMETER_ARRAYS:
+            setattr(self, name, aligned(getattr(self, name)))
 
     def _outgrows_cache(self):
         """Whether the factors and their Adagrad state exceed ``PREFETCH_ABOVE_BYTES``."""
@@ -543,12 +555,19 @@ class WARPFactorizer(FactorRecommender):
         rng = np.random.default_rng(self.random_state)
         self.seed_ = int(rng.integers(0, 2**63 - 1))
         scale = float(self.init_scale) / np.sqrt(d)
-        self.user_factors_ = (rng.standard_normal((n_users, d)) * scale).astype(np.float32)
-        self.item_factors_ = (rng.standard_normal((n_items, d)) * scale).astype(np.float32)
-        self.item_biases_ = np.zeros(n_items, dtype=np.float32)
-        self.user_grad_sq_ = np.ones((n_users, d), dtype=np.float32)
-        self.item_grad_sq_ = np.ones((n_items, d), dtype=np.float32)
-        self.bias_grad_sq_ = np.ones(n_items, dtype=np.float32)
+        # cache-line-aligned parameters (see warprec._aligned)
+        for name, shape, value in (("user_factors_", (n_users, d), None),
+                                   ("item_factors_", (n_items, d), None),
+                                   ("item_biases_", n_items, 0.0),
+                                   ("user_grad_sq_", (n_users, d), 1.0),
+                                   ("item_grad_sq_", (n_items, d), 1.0),
+                                   ("bias_grad_sq_", n_items, 1.0)):
+            array = aligned_empty(shape, np.float32)
+            if value is None:
+                array[...] = rng.standard_normal(shape) * scale
+            else:
+                array.fill(value)
+            setattr(self, name, array)
         self.user_ids_ = user_ids
         self.item_ids_ = item_ids
         self.epochs_done_ = 0

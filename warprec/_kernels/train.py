@@ -21,6 +21,7 @@ negatives; at least 1 since a violator was found) and the hinge
 import numpy as np
 from numba import njit
 
+from .._aligned import aligned_empty
 from .._threads import run_in_threads
 from ..losses import ordinal_loss_grad_unit
 from ._flags import JIT, JIT_NO_NRT
@@ -863,7 +864,7 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         GU = GV = Gb = None  # plain SGD: the pairwise update compiles without Adagrad
     d = U.shape[1]
     # per-thread work arrays, padded so that two threads' rows never share a cache line
-    scratch = np.empty((n_threads, thread_rows(6, d, 4), d), np.float32)
+    scratch = aligned_empty((n_threads, thread_rows(6, d, 4), d), np.float32)
     ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
     reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
     next_chunk = np.zeros(1, np.int64)

@@ -61,18 +61,20 @@ def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
     return X, U, V, b, gen
 
 
-@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch,words", [
-    (train.LOSS_WARP, True, 0.0, 0.0, False, None),
-    (train.LOSS_WARP, True, 0.0, 0.0, True, 1),
-    (train.LOSS_WARP, False, 0.05, 0.0, False, 2),
-    (train.LOSS_WARP, True, 0.02, 0.8, True, None),
-    (train.LOSS_BPR, True, 0.01, 0.0, False, 1),
-    (train.LOSS_BPR, False, 0.0, 0.0, True, None),
+@pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch,words,d", [
+    (train.LOSS_WARP, True, 0.0, 0.0, False, None, 6),
+    # the trials' fixed-width dot product (same compiled kernel as the case above)
+    (train.LOSS_WARP, True, 0.0, 0.0, False, None, train.FIXED_D),
+    (train.LOSS_WARP, True, 0.0, 0.0, True, 1, 6),
+    (train.LOSS_WARP, False, 0.05, 0.0, False, 2, 6),
+    (train.LOSS_WARP, True, 0.02, 0.8, True, None, 6),
+    (train.LOSS_BPR, True, 0.01, 0.0, False, 1, 6),
+    (train.LOSS_BPR, False, 0.0, 0.0, True, None, 6),
 ])
-def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefetch, words):
+def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefetch, words, d):
     """Prefetching and the filter width are only speed devices: with any of them the
     kernel follows the reference (80 items: 2 words are exact, 1 word is hashed)."""
-    X, U, V, b, gen = _problem(7, n_items=80, density=0.15)
+    X, U, V, b, gen = _problem(7, n_items=80, density=0.15, d=d)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
     table = resolve_rank_weighting("harmonic", X.shape[1]).table

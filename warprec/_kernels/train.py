@@ -42,13 +42,27 @@ N_STATS = 5
 
 
 
+#: The factor dimension (the default ``n_components``) for which the negative trials of
+#: :func:`first_violator` score with a constant trip count: the dot product is unrolled,
+#: without the generic loop's control and remainder code (paired ML-100K epochs took
+#: 0.94x the time at 1 and 2 threads). Only there: a fixed-width copy in every scoring
+#: site made the first fit compile about 3 s longer for no further gain.
+FIXED_D = 64
+
+
 @njit(inline="always", **JIT)
 def score(U, V, b, u, i):
     """``<U[u], V[i]> + b[i]`` in float32."""
+    return _dot(U, V, u, i, U.shape[1]) + b[i]
+
+
+@njit(inline="always", **JIT)
+def _dot(U, V, u, i, d):
+    """``<U[u, :d], V[i, :d]>`` in float32."""
     acc = np.float32(0.0)
-    for f in range(U.shape[1]):
+    for f in range(d):
         acc += U[u, f] * V[i, f]
-    return acc + b[i]
+    return acc
 
 
 
@@ -645,7 +659,10 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
         else:
             j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
                               counter + trial - 1)
-        f_j = score(U, V, b, u, j)
+        if U.shape[1] == FIXED_D:
+            f_j = _dot(U, V, u, j, FIXED_D) + b[j]
+        else:
+            f_j = score(U, V, b, u, j)
         if f_j + np.float32(1.0) > f_i:
             return j, f_j, trial
     return -1, np.float32(0.0), max_sampled

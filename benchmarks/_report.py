@@ -369,6 +369,31 @@ def _training_md(name, sec):
     return lines
 
 
+def _host_md(host):
+    """The machine check of ``_host.py``: how the logical CPUs share work."""
+    if not host:
+        return []
+    L = ["## Machine check (how the logical CPUs share work)", ""]
+    if host.get("status") != "ok":
+        return L + [str(host.get("status")), ""]
+    L += [f"Efficiency at {host['threads']} threads = one thread's time for a loop / the "
+          f"time of {host['threads']} threads each running it at once (1.0: as if alone; "
+          f"{1 / host['threads']:.2f}: one core's worth shared); median of "
+          f"{host['repeats']} alternating repeats (all repeats in brackets).", "",
+          "| loop | bound by | efficiency | repeats | one thread s |", "|---|---|---|---|---|"]
+    bound = dict(latency="latency of a dependent scalar chain",
+                 vector="vector FMA throughput (L1-resident)",
+                 sgemm="numpy float32 matmul (BLAS 1 thread per caller)")
+    for name, what in bound.items():
+        L.append(f"| {name} | {what} | {_f(host['efficiency'][name], 2)} | "
+                 f"{host['efficiency_runs'][name]} | {_f(host['single_seconds'][name], 3)} |")
+    L += ["", "Latency near 1 with vector or sgemm well below 1 means the logical CPUs "
+          "share one core's vector units (SMT siblings, or a neighbour using them): "
+          "vectorised code (warprec's kernels, BLAS) cannot scale there, while scalar "
+          "latency-bound code (LightFM's loops) still can. See benchmarks/_host.py.", ""]
+    return L
+
+
 def write_markdown(results, path):
     meta = results.get("meta", {})
     L = ["# warprec benchmark results", ""]
@@ -388,6 +413,7 @@ def write_markdown(results, path):
                None: "not valid" if t["measured"] is not None else "not run"}[t["met"]]
         L.append(f"| {t['target']} | {t['goal']} | {_f(t['measured'], 3)} | {met} | {t['detail']} |")
     L.append("")
+    L += _host_md(results.get("host"))
     for key, title in (("ml100k", "ML-100K split (quality vs time)"),
                        ("synthetic", "Synthetic set (quality vs time)")):
         sec = results.get(key)

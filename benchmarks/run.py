@@ -28,7 +28,7 @@ import _common  # noqa: E402
 import _data  # noqa: E402
 import _report  # noqa: E402
 
-SECTIONS = ("ml100k", "synthetic", "evaluate", "recommend", "compile", "scaling")
+SECTIONS = ("host", "ml100k", "synthetic", "evaluate", "recommend", "compile", "scaling")
 
 FULL = dict(repeats=3, ml100k_epoch_cap=None, ml100k_every=5,
             synthetic=dict(n_users=100_000, n_items=40_000, n_interactions=5_000_000,
@@ -266,6 +266,13 @@ def main(argv=None):
 
     results["meta"]["warmup_seconds"] = _warprec.warm_up(threads)
     log(f"warprec warm-up (kernel load/compile): {results['meta']['warmup_seconds']:.2f} s")
+    if "host" in sections:
+        import _host
+
+        results["host"] = _safe(lambda: _host.measure(threads, quick=args.quick))
+        log(f"host check, efficiency at {threads} threads: "
+            f"{_short(results['host'], 'efficiency')}")
+        save()
     synthetic = None
 
     def get_synthetic():

@@ -54,7 +54,8 @@ def _training_sections(results):
 
 def test_outputs_exist_and_are_well_formed(quick):
     out, results, _ = quick
-    for key in ("meta", "targets", "synthetic", "scaling", "evaluate", "recommend", "compile"):
+    for key in ("meta", "targets", "host", "synthetic", "scaling", "evaluate", "recommend",
+                "compile"):
         assert key in results, key
     assert results["meta"]["quick"] is True
     assert results["compile"]["status"].startswith("skipped")
@@ -64,8 +65,8 @@ def test_outputs_exist_and_are_well_formed(quick):
 
     md = (out / "results.md").read_text()
     assert md.startswith("# warprec benchmark results")
-    for heading in ("## Targets", "## Synthetic set", "## Thread scaling", "## Evaluation speed",
-                    "## recommend speed"):
+    for heading in ("## Targets", "## Machine check", "## Synthetic set", "## Thread scaling",
+                    "## Evaluation speed", "## recommend speed"):
         assert heading in md
     table = [line for line in md.splitlines() if line.startswith("| target |")]
     assert table, "targets table missing"
@@ -76,6 +77,20 @@ def test_outputs_exist_and_are_well_formed(quick):
 
     image = matplotlib.image.imread(out / "quality_vs_time.png")
     assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+
+
+def test_machine_check(quick):
+    """The host section measures each loop's efficiency at 1 and 2 threads."""
+    _, results, _ = quick
+    host = results["host"]
+    assert host["status"] == "ok" and host["threads"] == 2
+    assert set(host["efficiency"]) == {"latency", "vector", "sgemm"}
+    for name, value in host["efficiency"].items():
+        # n threads each doing the work of one: at best as fast as one, at worst n times slower
+        # (with some slack for a busy machine)
+        assert 0.1 < value < 1.5, (name, value)
+        assert len(host["efficiency_runs"][name]) == host["repeats"]
+        assert host["single_seconds"][name] > 0
 
 
 def test_warprec_rows(quick):

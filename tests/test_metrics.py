@@ -521,9 +521,11 @@ def test_evaluate_factors_against_ranx_on_topk_run():
     train, test = random_split(rng, n_users, n_items, 0.2, 0.08, graded=False)
     users = np.flatnonzero(np.diff(test.indptr) > 0)
     items, _ = topk_items(user_factors, item_factors, biases, users, k, exclude=train)
-    run = ranx.Run({f"u{u}": {f"i{i}": float(k - pos) for pos, i in enumerate(row) if i >= 0}
-                    for u, row in zip(users, items)})
-    qrels = ranx.Qrels({f"u{u}": {f"i{i}": 1 for i in test[u].indices} for u in users})
+    # ids as wide as those of random_queries (4-character queries, 3-character documents):
+    # ranx compiles its Numba functions for each width, once per test run
+    run = ranx.Run({f"u{u:03d}": {f"{i:03d}": float(k - pos) for pos, i in enumerate(row)
+                                  if i >= 0} for u, row in zip(users, items)})
+    qrels = ranx.Qrels({f"u{u:03d}": {f"{i:03d}": 1 for i in test[u].indices} for u in users})
     names = ["precision", "recall", "ndcg", "mrr", "hit_rate"]
     theirs = ranx.evaluate(qrels, run, [f"{name}@{k}" for name in names])
     ours = evaluate_factors(user_factors, item_factors, biases, test, train, k,

@@ -290,37 +290,40 @@ class WARPFactorizer(FactorRecommender):
         self.sample_order_ = self._resolve_sample_order()
         self.train_matrix_ = matrix
         n_threads = config["n_threads"]
-        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
+        # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
+        # fit): one compiled kernel specialisation for every data size
+        indptr = matrix.indptr.astype(np.int64)
+        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
         weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
                                            top_fraction=self.top_fraction)
         neg_cdf = self._negative_cdf(matrix, config)
         filt = _negatives.positive_filter(
-            matrix.indptr, matrix.indices, matrix.shape[1],
+            indptr, matrix.indices, matrix.shape[1],
             _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
         grades = self._grades(matrix, config)
         stats = np.zeros((n_threads, _train.N_STATS))
         progress = _progress(config["epochs"], self.verbose)
         try:
-            self._epochs(config, matrix, users, weights, grades, weighting, neg_cdf, filt,
-                         stats, progress, callback)
+            self._epochs(config, matrix, indptr, users, weights, grades, weighting, neg_cdf,
+                         filt, stats, progress, callback)
         finally:
             progress.close()
         return self
 
-    def _epochs(self, config, matrix, users, weights, grades, weighting, neg_cdf, filt, stats,
-                progress, callback):
+    def _epochs(self, config, matrix, indptr, users, weights, grades, weighting, neg_cdf, filt,
+                stats, progress, callback):
         """The epoch loop of :meth:`_train`."""
         n_threads = config["n_threads"]
         prefetch_rows = self._outgrows_cache()
         order = None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
-            order = self._epoch_order(matrix, epoch, order)
+            order = self._epoch_order(matrix, epoch, order, indptr)
             tic = time.perf_counter()
             ok = _train.train_epoch(
                 self.user_factors_, self.item_factors_, self.item_biases_,
                 self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
-                matrix.indptr, matrix.indices, users, weights, grades, order,
+                indptr, matrix.indices, users, weights, grades, order,
                 weighting.table, weighting.top_fraction, weighting.normalize,
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
                 config["kos_k"], config["kos_n"], neg_cdf, filt, float(self.learning_rate),
@@ -370,15 +373,18 @@ class WARPFactorizer(FactorRecommender):
                           "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
         return alpha
 
-    def _epoch_order(self, matrix, epoch, out=None):
+    def _epoch_order(self, matrix, epoch, out=None, indptr=None):
         """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
-        (``sample_order_``), written into ``out`` if given (see ``_kernels.order``)."""
+        (``sample_order_``), written into ``out`` if given (see ``_kernels.order``);
+        ``indptr``: ``matrix.indptr`` as int64, if the caller has it."""
         if out is None:
             out = np.empty(matrix.nnz, np.int64)
         if self.sample_order_ == "users":
+            if indptr is None:
+                indptr = matrix.indptr.astype(np.int64)
             users = np.empty(matrix.shape[0], np.int64)
             _order.shuffle(self.seed_, epoch, users)
-            _order.user_grouped_order(matrix.indptr, users, self.seed_, epoch, out)
+            _order.user_grouped_order(indptr, users, self.seed_, epoch, out)
         else:
             _order.shuffle(self.seed_, epoch, out)
         return out

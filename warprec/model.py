@@ -156,7 +156,8 @@ class WARPFactorizer(FactorRecommender):
         1.4-1.8x faster once the parameters outgrow the CPU caches (measured on 100k users
         x 40k items, d = 64). ``"auto"``: ``"users"`` when the factors and Adagrad
         state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else ``"positives"``
-        (small problems stay in cache, where the order does not change the speed). The
+        (on ML-100K ``"users"`` made 1-thread epochs about 0.9x as long but lost up to
+        2% NDCG@10 with some settings; see the README). The
         order used is ``sample_order_``. The orders give different factors; NDCG@10
         agreed within 1% with the defaults on ML-100K and on 4M synthetic positives (see
         the README).

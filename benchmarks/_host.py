@@ -2,7 +2,8 @@
 
 Multi-threaded timings on a VM depend on what its vCPUs are: two physical cores, or two
 SMT siblings of one core (their vector units, caches and load ports shared), and on what
-the neighbours do; the placement can change within a run. Three loops with different bottlenecks tell these apart:
+the neighbours do; the placement can change within a run. Three loops with different
+bottlenecks tell these apart:
 
 - ``latency``: one dependent chain of scalar multiply-adds (float64). Each instruction
   waits for the previous one, so most of a core idles; SMT siblings run two such chains

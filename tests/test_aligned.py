@@ -6,9 +6,7 @@ import pytest
 from warprec import WARPFactorizer
 from warprec._aligned import CACHE_LINE, aligned, aligned_empty
 from warprec.datasets import make_interactions
-
-PARAMETERS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
-              "item_grad_sq_", "bias_grad_sq_")
+from warprec.model import _PARAMETER_ARRAYS as PARAMETERS
 
 
 def _offset(array):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from warprec import WARPFactorizer
-from warprec._aligned import CACHE_LINE, aligned, aligned_empty
+from warprec._aligned import CACHE_LINE, aligned, aligned_empty, aligned_full
 from warprec.datasets import make_interactions
 from warprec.model import _PARAMETER_ARRAYS as PARAMETERS
 
@@ -24,6 +24,15 @@ def test_aligned_empty_shape_dtype_alignment(shape, dtype):
         assert _offset(a) == 0
         a[...] = 1
         assert (a == 1).all()
+
+
+def test_aligned_full_fills_and_casts_like_astype():
+    values = np.random.default_rng(0).standard_normal((5, 64)) * 0.1
+    a = aligned_full(values.shape, values, np.float32)
+    assert _offset(a) == 0 and a.dtype == np.float32
+    assert a.tobytes() == values.astype(np.float32).tobytes()
+    b = aligned_full(7, 1.0, np.float32)
+    assert _offset(b) == 0 and (b == 1).all() and b.shape == (7,)
 
 
 def _misaligned(values, offset):

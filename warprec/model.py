@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
-from ._aligned import aligned, aligned_empty
+from ._aligned import aligned, aligned_full
 from ._base import FactorRecommender, _is_frame, _is_interactions
 from ._threads import resolve_threads
 from ._inputs import as_interaction_matrix, check_positive_int
@@ -563,18 +563,15 @@ class WARPFactorizer(FactorRecommender):
         self.seed_ = int(rng.integers(0, 2**63 - 1))
         scale = float(self.init_scale) / np.sqrt(d)
         # cache-line-aligned parameters (see warprec._aligned)
-        for name, shape, value in (("user_factors_", (n_users, d), None),
-                                   ("item_factors_", (n_items, d), None),
-                                   ("item_biases_", n_items, 0.0),
-                                   ("user_grad_sq_", (n_users, d), 1.0),
-                                   ("item_grad_sq_", (n_items, d), 1.0),
-                                   ("bias_grad_sq_", n_items, 1.0)):
-            array = aligned_empty(shape, np.float32)
-            if value is None:
-                array[...] = rng.standard_normal(shape) * scale
-            else:
-                array.fill(value)
-            setattr(self, name, array)
+        f32 = np.float32
+        self.user_factors_ = aligned_full((n_users, d), rng.standard_normal((n_users, d)) * scale,
+                                          f32)
+        self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
+                                          f32)
+        self.item_biases_ = aligned_full(n_items, 0.0, f32)
+        self.user_grad_sq_ = aligned_full((n_users, d), 1.0, f32)
+        self.item_grad_sq_ = aligned_full((n_items, d), 1.0, f32)
+        self.bias_grad_sq_ = aligned_full(n_items, 1.0, f32)
         self.user_ids_ = user_ids
         self.item_ids_ = item_ids
         self.epochs_done_ = 0

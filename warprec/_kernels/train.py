@@ -50,13 +50,13 @@ N_STATS = 5
 FIXED_D = 64
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def score(U, V, b, u, i):
     """``<U[u], V[i]> + b[i]`` in float32."""
     return _dot(U, V, u, i, U.shape[1]) + b[i]
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _dot(U, V, u, i, d):
     """``<U[u, :d], V[i, :d]>`` in float32."""
     acc = np.float32(0.0)
@@ -66,7 +66,7 @@ def _dot(U, V, u, i, d):
 
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
     """``L(min(rank, m)) [/ L(m)]`` with ``m = ceil(top_fraction * n_neg)`` (see weights.py)."""
     m = n_neg
@@ -102,7 +102,7 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf):
     return _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf)
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _bias_steps(b, Gb, i, j, g, lr):
     """New ``b[i], b[j]`` (and their Adagrad accumulators, 0 without Adagrad) of a pairwise
     step. In float64 (g * g and lr * g are exact there), so that whether LLVM fuses or
@@ -117,7 +117,7 @@ def _bias_steps(b, Gb, i, j, g, lr):
     return np.float32(b[i] + step), np.float32(b[j] - step), np.float32(0.0), np.float32(0.0)
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _adagrad_coordinate(uf, vi, vj, au, ai, aj, g, lr, decay):
     """One coordinate of an Adagrad pair step: the new ``U[u, f], V[i, f], V[j, f]`` and
     their new accumulators, from the old values ``uf, vi, vj, au, ai, aj``."""
@@ -130,7 +130,7 @@ def _adagrad_coordinate(uf, vi, vj, au, ai, aj, g, lr, decay):
             decay * vj - lr * gv / np.sqrt(aj), au, ai, aj)
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _sgd_coordinate(uf, vi, vj, g, lr, decay):
     """One coordinate of a plain SGD pair step: the new ``U[u, f], V[i, f], V[j, f]``."""
     gu = g * (vj - vi)
@@ -197,7 +197,7 @@ def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha):
     return True
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _reset_non_finite(matrix, row, value):
     """Set the NaN/Inf entries of ``matrix[row]`` to ``value``."""
     for f in range(matrix.shape[1]):
@@ -331,7 +331,7 @@ def _commit_row(P, G, r, buf, adagrad):
             G[r, f] = buf[2, f]
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _clip_row(buf, row, max_norm):
     """Rescale ``buf[row]`` (a row of any 2-D array) to Euclidean norm ``max_norm`` if it
     is longer (max_norm > 0)."""

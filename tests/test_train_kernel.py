@@ -159,6 +159,49 @@ def test_kernel_leaves_no_non_finite_parameter(adagrad, max_norm, n_threads):
         assert not changed[2].any() and not changed[5].any()
 
 
+def test_work_arrays_made_once_serve_every_epoch():
+    """A fit makes the slices' work arrays once (``EpochWork``): epochs that share them
+    give the same parameters as epochs that make their own, also after an epoch that
+    stopped on a non-finite update (the stop flag and chunk counter start afresh)."""
+    X, U, V, b, gen = _problem(5, n_users=20, n_items=40, density=0.2)
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+
+    def warp_epochs(work):
+        # the arguments of test_prefetching_changes_no_draw: its compiled kernel
+        params = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
+                                                  np.ones_like(b)]
+        for epoch in range(3):
+            stats = np.zeros((1, train.N_STATS))
+            assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                                     np.ones(X.nnz, np.float32), np.zeros(0, np.int64),
+                                     gen_order[epoch], table, 1.0, False, train.LOSS_WARP,
+                                     False, 6, 2, 1, np.zeros(0), _filter(X), 0.1, 0.01, 0.0,
+                                     True, 99, epoch, 1, True, stats, work)
+            assert stats[0, train.STAT_SAMPLES] == X.nnz
+        return params
+
+    gen_order = [gen.permutation(X.nnz) for _ in range(3)]
+    shared = train.EpochWork(1, U.shape[1], X.shape[1], 6, 1, train.LOSS_WARP, False, True)
+    for got, want in zip(warp_epochs(shared), warp_epochs(None)):
+        assert got.tobytes() == want.tobytes()
+
+    # BPR on 2 threads (the arguments of test_kernel_leaves_no_non_finite_parameter)
+    work = train.EpochWork(2, U.shape[1], X.shape[1], 5, 1, train.LOSS_BPR, False, False)
+    for scale, expect_ok in ((1e37, False), (0.3, True)):
+        params = [np.full_like(U, 10.0), (V * scale).astype(np.float32), b.copy(),
+                  np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+        stats = np.zeros((2, train.N_STATS))
+        ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
+                               np.ones(X.nnz, np.float32), np.zeros(0, np.int64),
+                               np.arange(X.nnz), table, 1.0, False, train.LOSS_BPR, False, 5,
+                               1, 1, np.zeros(0), _filter(X), 1e6 if not expect_ok else 0.1,
+                               0.0, 0.0, True, 1, 0, 2, False, stats, work)
+        assert ok == expect_ok
+        if expect_ok:
+            assert stats[:, train.STAT_SAMPLES].sum() == X.nnz
+
+
 def test_nth_negative_random_rows():
     gen = np.random.default_rng(11)
     for _ in range(300):

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._inputs import as_interaction_matrix, check_k, lookup_ids
+from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
 __all__ = ["FactorRecommender"]
@@ -36,11 +37,15 @@ class FactorRecommender:
         Scores are float32; once this bound reaches float32's maximum, some scores may
         overflow to +-inf (or NaN) even though every parameter is finite.
         """
+        U, V, b = self.user_factors_, self.item_factors_, self.item_biases_
+        if U.dtype == V.dtype == b.dtype == np.float32:  # one compiled pass per array
+            return float(score_bound(np.ascontiguousarray(U), np.ascontiguousarray(V),
+                                     np.ascontiguousarray(b)))
+
         def max_abs(a):
             return max(float(a.max()), -float(a.min())) if a.size else 0.0
 
-        return (self.user_factors_.shape[1] * max_abs(self.user_factors_)
-                * max_abs(self.item_factors_) + max_abs(self.item_biases_))
+        return U.shape[1] * max_abs(U) * max_abs(V) + max_abs(b)
 
     def _parameters_usable(self):
         """Finite parameters whose float32 scores cannot overflow.

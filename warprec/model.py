@@ -316,6 +316,9 @@ class WARPFactorizer(FactorRecommender):
         """The epoch loop of :meth:`_train`."""
         n_threads = config["n_threads"]
         prefetch_rows = self._outgrows_cache()
+        work = _train.EpochWork(n_threads, self.user_factors_.shape[1], matrix.shape[1],
+                                config["max_sampled"], config["kos_n"], config["loss_code"],
+                                config["exact_rank"], prefetch_rows)
         order = None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
@@ -329,7 +332,7 @@ class WARPFactorizer(FactorRecommender):
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
                 config["kos_k"], config["kos_n"], neg_cdf, filt, float(self.learning_rate),
                 self.alpha_, float(self.max_norm or 0.0), config["adagrad"],
-                self.seed_, epoch, n_threads, prefetch_rows, stats)
+                self.seed_, epoch, n_threads, prefetch_rows, stats, work)
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
                 what = ("an update made parameters NaN or infinite"
@@ -776,12 +779,13 @@ def _decode_ids(data, kind):
 
 
 def _epoch_info(epoch, seconds, stats):
-    samples = stats[:, _train.STAT_SAMPLES].sum()
+    total = stats.sum(axis=0).tolist()  # one reduction, then Python floats
+    samples = total[_train.STAT_SAMPLES]
+    n = max(samples, 1)
     return dict(epoch=int(epoch), seconds=float(seconds),
-                loss=float(stats[:, _train.STAT_LOSS].sum() / max(samples, 1)),
-                rank_loss=float(stats[:, _train.STAT_RANK_LOSS].sum() / max(samples, 1)),
-                updates=int(stats[:, _train.STAT_UPDATES].sum()),
-                mean_trials=float(stats[:, _train.STAT_TRIALS].sum() / max(samples, 1)),
+                loss=total[_train.STAT_LOSS] / n, rank_loss=total[_train.STAT_RANK_LOSS] / n,
+                updates=int(total[_train.STAT_UPDATES]),
+                mean_trials=total[_train.STAT_TRIALS] / n,
                 samples=int(samples))
 
 

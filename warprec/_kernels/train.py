@@ -796,10 +796,52 @@ def train_slice(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
                         rank_loss_sum)
 
 
+class EpochWork:
+    """The work arrays of :func:`train_epoch`'s slices, made once per fit instead of once
+    per epoch (a small saving: Python work between epochs runs on caches the epoch has
+    filled with its own data).
+
+    Parameters
+    ----------
+    n_threads, d, n_items : int
+        Slices, factor dimension and number of items of the epochs.
+    max_sampled, kos_n : int
+        As for :func:`train_epoch`: the integer and real work rows hold
+        ``kos_n + max_sampled`` entries.
+    loss_code, exact_rank : int, bool
+        As for :func:`train_epoch`: exact WARP ranks need a row of ``n_items`` violators
+        per slice.
+    prefetch_rows : bool
+        Whether the epochs prefetch (two rows of early-drawn candidates per slice).
+
+    Notes
+    -----
+    Every per-slice array has a leading axis of ``n_threads`` and padding rows, so that
+    two slices' rows never share a cache line (see :func:`thread_rows`). ``scratch``
+    (float32, cache-line aligned) holds the rows of a buffered update, ``ints`` (int64)
+    and ``reals`` (float64) the k-OS and ordinal lists; ``next_chunk`` is the shared
+    chunk counter and ``stop`` the flag a slice raises on a non-finite update (both reset
+    by every epoch).
+    """
+
+    def __init__(self, n_threads, d, n_items, max_sampled, kos_n, loss_code, exact_rank,
+                 prefetch_rows):
+        width = kos_n + max_sampled
+        self.scratch = aligned_empty((n_threads, thread_rows(6, d, 4), d), np.float32)
+        self.ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
+        self.reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
+        self.violators = (np.empty((n_threads, n_items), np.int64)
+                          if exact_rank and loss_code == LOSS_WARP else None)
+        self.candidates = (np.empty((n_threads, thread_rows(2, max_sampled, 8), max_sampled),
+                                    np.int64) if prefetch_rows else None)
+        self.next_chunk = np.zeros(1, np.int64)
+        self.stop = np.zeros(1, np.bool_)
+
+
 def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weight, grades, order,
                 table, top_fraction, normalize, loss_code, exact_rank, max_sampled, kos_k, kos_n,
                 neg_cdf, filt, learning_rate, alpha, max_norm, adagrad, seed, epoch, n_threads,
-                prefetch_rows, stats):
+                prefetch_rows, stats, work=None):
     """Run one epoch of Hogwild SGD over ``order``.
 
     Parameters
@@ -859,6 +901,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
         Filled with per-slice sums: samples, updates, negatives scored, surrogate loss
         (weighted hinge, or BPR's log loss) and rank loss ``w * Phi_n(rank)`` (exact
         ranks ``#{j: f_j >= f_i}`` with ``exact_rank``, else the estimate).
+    work : EpochWork, optional
+        The slices' work arrays, from :class:`EpochWork` with the same settings; made
+        afresh if not given. A fit makes them once and passes them to every epoch.
 
     Returns
     -------
@@ -872,20 +917,16 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # runs), and Python calls take the fast dispatch path
     # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
     # and do not prune: Numba types the non-literal version first)
-    width = kos_n + max_sampled  # of the integer and real work rows
-    violators = (np.empty((n_threads, V.shape[0]), np.int64)
-                 if exact_rank and loss_code == LOSS_WARP else None)
-    candidates = (np.empty((n_threads, thread_rows(2, max_sampled, 8), max_sampled), np.int64)
-                  if prefetch_rows else None)
+    if work is None:
+        work = EpochWork(n_threads, U.shape[1], V.shape[0], max_sampled, kos_n, loss_code,
+                         exact_rank, prefetch_rows)
+    scratch, ints, reals = work.scratch, work.ints, work.reals
+    violators, candidates = work.violators, work.candidates
+    next_chunk, stop = work.next_chunk, work.stop
+    next_chunk[0] = 0
+    stop[0] = False
     if not adagrad and loss_code != LOSS_ORDINAL:
         GU = GV = Gb = None  # plain SGD: the pairwise update compiles without Adagrad
-    d = U.shape[1]
-    # per-thread work arrays, padded so that two threads' rows never share a cache line
-    scratch = aligned_empty((n_threads, thread_rows(6, d, 4), d), np.float32)
-    ints = np.empty((n_threads, thread_rows(3, width, 8), width), np.int64)
-    reals = np.empty((n_threads, thread_rows(2, width, 8), width), np.float64)
-    next_chunk = np.zeros(1, np.int64)
-    stop = np.zeros(1, np.bool_)
     lr = np.float32(learning_rate)
     reg = np.float32(alpha)
     chunk = chunk_size(order.shape[0], n_threads)

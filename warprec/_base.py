@@ -37,15 +37,11 @@ class FactorRecommender:
         Scores are float32; once this bound reaches float32's maximum, some scores may
         overflow to +-inf (or NaN) even though every parameter is finite.
         """
-        U, V, b = self.user_factors_, self.item_factors_, self.item_biases_
-        if U.dtype == V.dtype == b.dtype == np.float32:  # one compiled pass per array
-            return float(score_bound(np.ascontiguousarray(U), np.ascontiguousarray(V),
-                                     np.ascontiguousarray(b)))
-
-        def max_abs(a):
-            return max(float(a.max()), -float(a.min())) if a.size else 0.0
-
-        return U.shape[1] * max_abs(U) * max_abs(V) + max_abs(b)
+        # one compiled pass per array (the fitted arrays are float32 and contiguous: no
+        # copies); values beyond float32's range become inf here, as in scoring
+        U, V, b = (np.ascontiguousarray(a, dtype=np.float32)
+                   for a in (self.user_factors_, self.item_factors_, self.item_biases_))
+        return float(score_bound(U, V, b))
 
     def _parameters_usable(self):
         """Finite parameters whose float32 scores cannot overflow.

@@ -144,3 +144,11 @@ def user_grouped_order(indptr, users, seed, epoch):
         slots = list(range(int(indptr[u]), int(indptr[u + 1])))
         order.extend(fisher_yates(slots, stream_key(seed, epoch, (1 << 63) + int(u))))
     return np.array(order, dtype=np.int64)
+
+
+def score_bound(U, V, b):
+    """``d max|U| max|V| + max|b|`` by numpy reductions (NaN if any entry is NaN)."""
+    def max_abs(a):
+        return max(float(a.max()), -float(a.min())) if a.size else 0.0
+
+    return U.shape[1] * max_abs(U) * max_abs(V) + max_abs(b)

@@ -166,6 +166,7 @@ def test_work_arrays_made_once_serve_every_epoch():
     X, U, V, b, gen = _problem(5, n_users=20, n_items=40, density=0.2)
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    orders = [gen.permutation(X.nnz) for _ in range(3)]
 
     def warp_epochs(work):
         # the arguments of test_prefetching_changes_no_draw: its compiled kernel
@@ -175,13 +176,12 @@ def test_work_arrays_made_once_serve_every_epoch():
             stats = np.zeros((1, train.N_STATS))
             assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
                                      np.ones(X.nnz, np.float32), np.zeros(0, np.int64),
-                                     gen_order[epoch], table, 1.0, False, train.LOSS_WARP,
+                                     orders[epoch], table, 1.0, False, train.LOSS_WARP,
                                      False, 6, 2, 1, np.zeros(0), _filter(X), 0.1, 0.01, 0.0,
                                      True, 99, epoch, 1, True, stats, work)
             assert stats[0, train.STAT_SAMPLES] == X.nnz
         return params
 
-    gen_order = [gen.permutation(X.nnz) for _ in range(3)]
     shared = train.EpochWork(1, U.shape[1], X.shape[1], 6, 1, train.LOSS_WARP, False, True)
     for got, want in zip(warp_epochs(shared), warp_epochs(None)):
         assert got.tobytes() == want.tobytes()

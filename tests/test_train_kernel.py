@@ -214,17 +214,6 @@ def test_nth_negative_random_rows():
         assert got == expected
 
 
-def test_count_at_most_is_searchsorted_right():
-    """The weighted negative draw's search: ``np.searchsorted(cdf, x, side="right")``, also
-    on ties, below the first and above the last entry, and on an empty array."""
-    gen = np.random.default_rng(12)
-    for _ in range(200):
-        n = int(gen.integers(0, 40))
-        cdf = np.cumsum(gen.choice([0.0, 0.25, 0.5], n))   # zero steps make ties
-        for x in np.concatenate([cdf, [-1.0, 0.0, 0.1, 0.3, 100.0], gen.uniform(0, 10, 5)]):
-            assert negatives.count_at_most(cdf, x) == np.searchsorted(cdf, x, side="right")
-
-
 @pytest.mark.parametrize("n_items", [1, 63, 64, 65, 200])
 def test_filters_of_any_width_answer_membership_exactly(n_items):
     """Exact filters and hashed ones (fewer words than items / 64) tell positives from

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ._kernels._flags import JIT, PJIT
-from ._kernels.negatives import count_at_most
+from ._kernels.search import count_at_most
 from ._kernels.rng import mix64
 from .exceptions import WarprecWarning
 

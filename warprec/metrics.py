@@ -34,7 +34,7 @@ from scipy import stats
 
 from ._kernels import metrics as _kmetrics
 from ._inputs import check_k, check_positive_int
-from ._threads import kernel_threads
+from ._threads import kernel_threads, run_in_threads
 from .exceptions import WarprecWarning
 from .scoring import (
     _as_csr,
@@ -893,14 +893,21 @@ def _per_user_values(user_factors, item_factors, item_biases, test, train, count
     else:
         ideal_graded = np.full(users.shape[0], np.nan)
     values = np.empty((users.shape[0], _kmetrics.N_METRICS), dtype=np.float64)
-    with kernel_threads(n_threads):
+    want_auc = "auc" in chosen
+    next_row = np.zeros(1, dtype=np.int64)
+    with kernel_threads(n_threads) as n:
         for start, stop, block in _score_blocks(user_factors, item_factors, users,
                                                 block_size):
-            _kmetrics.evaluate_rows(
-                block, item_biases, train_indptr[start:stop + 1], train_indices,
-                test_indptr[start:stop + 1], test_indices, test_gains,
-                relevant[start:stop], k, discounts, ideal_graded[start:stop],
-                "auc" in chosen, values[start:stop])
+            next_row[0] = 0
+
+            def evaluate_block(_):
+                _kmetrics.evaluate_rows(
+                    block, item_biases, train_indptr[start:stop + 1], train_indices,
+                    test_indptr[start:stop + 1], test_indices, test_gains,
+                    relevant[start:stop], k, discounts, ideal_graded[start:stop],
+                    want_auc, values[start:stop], next_row)
+
+            run_in_threads(evaluate_block, min(n, stop - start))
     return values
 
 

@@ -1,17 +1,19 @@
 """Per-user ranking metrics computed straight from a block of scores.
 
-One ``prange`` kernel, :func:`evaluate_rows`, handles a block of test users; for
-each user :func:`evaluate_user` masks the train items, selects the top k (shared
-heap code in :mod:`warprec._kernels.topk`) and fills one row of metric values in
-float64. Column positions of that output are the module constants below.
+:func:`evaluate_rows` handles a block of test users on several threads; for each
+user :func:`evaluate_user` masks the train items, selects the top k (shared heap code
+in :mod:`warprec._kernels.topk`) and fills one row of metric values in float64.
+Column positions of that output are the module constants below.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._flags import JIT, PJIT
+from ._flags import JIT
+from .atomic import fetch_add
+from .search import count_at_most, count_below, sort_in_place
 from .topk import mask_columns, select_topk
 
 PRECISION = 0
@@ -42,7 +44,9 @@ def relevant_eligible_scores(row, biases, rel_items):
         if score > neg_inf:
             scores[n_kept] = score
             n_kept += 1
-    return np.sort(scores[:n_kept])
+    kept = scores[:n_kept]
+    sort_in_place(kept)
+    return kept
 
 
 @njit(**JIT)
@@ -128,7 +132,7 @@ def chunk_ties(sorted_rel, scores, n, counts):
     tied = 0
     for t in range(n):
         if counts[t] > 0 and sorted_rel[counts[t] - 1] == scores[t]:
-            tied += counts[t] - np.searchsorted(sorted_rel, scores[t], side="left")
+            tied += counts[t] - count_below(sorted_rel, scores[t])
     return tied
 
 
@@ -139,9 +143,9 @@ def own_counts(sorted_rel):
     tied = 0
     for t in range(sorted_rel.shape[0]):
         score = sorted_rel[t]
-        upper = np.searchsorted(sorted_rel, score, side="right")
+        upper = count_at_most(sorted_rel, score)
         at_most += upper
-        tied += upper - np.searchsorted(sorted_rel, score, side="left")
+        tied += upper - count_below(sorted_rel, score)
     return at_most, tied
 
 
@@ -208,7 +212,7 @@ def ranking_metrics(top_items, n_filled, rel_items, rel_gains, n_relevant, k,
     graded_dcg = 0.0
     for pos in range(n_filled):
         item = top_items[pos]
-        at = np.searchsorted(rel_items, item)
+        at = count_below(rel_items, item)
         if at < n_rel_items and rel_items[at] == item:
             hits += 1
             precision_sum += hits / (pos + 1.0)
@@ -246,14 +250,18 @@ def evaluate_user(row, biases, train_items, rel_items, rel_gains, n_relevant, k,
     out[AUC] = user_auc(row, biases, rel_items) if want_auc else np.nan
 
 
-@njit(**PJIT)
+@njit(**JIT)
 def evaluate_rows(scores, biases, train_indptr, train_indices, test_indptr,
                   test_indices, test_gains, n_relevant, k, discounts, ideal_graded,
-                  want_auc, out):
-    """Per-user metrics for a block of test users, in parallel over rows.
+                  want_auc, out, next_row):
+    """Per-user metrics for a block of test users: this thread's share.
 
-    The prange body only slices and calls :func:`evaluate_user`, which keeps the
-    parallel compilation small.
+    Every thread evaluating the block runs this function with the same arguments
+    (``warprec._threads.run_in_threads``; it releases the GIL); each claims the next row
+    from the shared counter ``next_row[0]`` until none is left, so a thread slowed down
+    by another process leaves its rows to the others. Each row's work is
+    :func:`evaluate_user`. Threads in Python instead of a ``prange`` loop: Numba's
+    parallel lowering of the loop took about 3 s of the first call's compilation.
 
     Parameters
     ----------
@@ -275,8 +283,14 @@ def evaluate_rows(scores, biases, train_indptr, train_indices, test_indptr,
     want_auc : bool
     out : float64 (n_rows, N_METRICS)
         Receives the metric values (NaN for metrics not requested or undefined).
+    next_row : int64 (1,)
+        Shared row counter, 0 before the first thread starts.
     """
-    for r in prange(scores.shape[0]):
+    n_rows = scores.shape[0]
+    while True:
+        r = fetch_add(next_row, 0, 1)
+        if r >= n_rows:
+            break
         train_start, train_stop = train_indptr[r], train_indptr[r + 1]
         test_start, test_stop = test_indptr[r], test_indptr[r + 1]
         evaluate_user(scores[r], biases, train_indices[train_start:train_stop],

@@ -25,6 +25,7 @@ from numba import njit
 
 from ._flags import JIT
 from .rng import draw_below, draw_unit
+from .search import count_at_most
 
 #: Positives redrawn in a row before an exact draw among the negatives is taken.
 REDRAWS = 32
@@ -105,23 +106,6 @@ def is_positive(filt, shift, u, j, indices, start, end):
     if (filt[u, h >> _SIX] >> (h & _LOW6)) & _ONE == 0:
         return False
     return shift == 0 or is_member(indices, start, end, j)
-
-
-@njit(inline="always", **JIT)
-def count_at_most(cdf, x):
-    """``np.searchsorted(cdf, x, side="right")`` for a non-decreasing ``cdf`` and a number
-    ``x``: how many entries are <= x. Written out: Numba's generic searchsorted (which
-    the training kernel compiles even for uniform negatives) took about 1 s of the first
-    fit's compile time (numba:compile events)."""
-    lo = 0
-    hi = cdf.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cdf[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return np.int64(lo)
 
 
 @njit(inline="always", **JIT)

@@ -25,7 +25,7 @@ from numba import njit
 
 from ._flags import JIT
 from .rng import draw_below, draw_unit
-from .search import count_at_most
+from .search import bisect, count_at_most
 
 #: Positives redrawn in a row before an exact draw among the negatives is taken.
 REDRAWS = 32
@@ -88,14 +88,7 @@ def positive_filter(indptr, indices, n_items, n_words):
 @njit(inline="always", **JIT)
 def is_member(indices, start, end, j):
     """Whether ``j`` is in the sorted ``indices[start:end]``."""
-    lo = start
-    hi = end
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if indices[mid] < j:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = bisect(indices, start, end, j, False)
     return lo < end and indices[lo] == j
 
 

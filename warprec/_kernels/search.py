@@ -14,33 +14,30 @@ from ._flags import JIT
 
 
 @njit(inline="always", **JIT)
-def count_below(values, x):
-    """How many entries of the non-decreasing ``values`` are < x:
-    ``np.searchsorted(values, x, side="left")``."""
-    lo = 0
-    hi = values.shape[0]
+def bisect(values, lo, hi, x, right):
+    """The first position ``p`` in ``[lo, hi)`` of the non-decreasing ``values[lo:hi]``
+    whose entry is > x (``right``) or >= x (not ``right``); ``hi`` if there is none."""
     while lo < hi:
         mid = (lo + hi) >> 1
-        if values[mid] < x:
+        if values[mid] < x or (right and values[mid] == x):
             lo = mid + 1
         else:
             hi = mid
-    return np.int64(lo)
+    return lo
+
+
+@njit(inline="always", **JIT)
+def count_below(values, x):
+    """How many entries of the non-decreasing ``values`` are < x:
+    ``np.searchsorted(values, x, side="left")``."""
+    return np.int64(bisect(values, 0, values.shape[0], x, False))
 
 
 @njit(inline="always", **JIT)
 def count_at_most(values, x):
     """How many entries of the non-decreasing ``values`` are <= x:
     ``np.searchsorted(values, x, side="right")``."""
-    lo = 0
-    hi = values.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if values[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return np.int64(lo)
+    return np.int64(bisect(values, 0, values.shape[0], x, True))
 
 
 @njit(**JIT)

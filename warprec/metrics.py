@@ -898,16 +898,14 @@ def _per_user_values(user_factors, item_factors, item_biases, test, train, count
     with kernel_threads(n_threads) as n:
         for start, stop, block in _score_blocks(user_factors, item_factors, users,
                                                 block_size):
-            next_row[0] = 0
-
-            def evaluate_block(_):
-                _kmetrics.evaluate_rows(
-                    block, item_biases, train_indptr[start:stop + 1], train_indices,
+            # every thread runs the kernel on the whole block, claiming rows from next_row
+            args = (block, item_biases, train_indptr[start:stop + 1], train_indices,
                     test_indptr[start:stop + 1], test_indices, test_gains,
-                    relevant[start:stop], k, discounts, ideal_graded[start:stop],
-                    want_auc, values[start:stop], next_row)
-
-            run_in_threads(evaluate_block, min(n, stop - start))
+                    relevant[start:stop], k, discounts, ideal_graded[start:stop], want_auc,
+                    values[start:stop], next_row)
+            next_row[0] = 0
+            run_in_threads(lambda _, args=args: _kmetrics.evaluate_rows(*args),
+                           min(n, stop - start))
     return values
 
 
@@ -961,7 +959,8 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
         denominators, overriding the number of stored test items (it must not be
         smaller). Users with a count of 0 are not evaluated.
     n_threads : int, optional
-        Numba threads (default: all). The previous count is restored.
+        Threads for scoring and evaluation (default: all of Numba's threads). Numba's
+        thread count is restored on return.
     block_size : int, optional
         Users per block (default: about 256 MiB of scores, within [256, 2048]; problems
         over 2**28 multiply-adds hold two blocks, one computed while the other is

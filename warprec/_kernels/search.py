@@ -69,4 +69,4 @@ def sort_in_place(values):
         top = values[0]
         values[0] = values[end]
         values[end] = top
-        _sift_down(values, 0, end)
+        _sift_down(values, np.int64(0), end)

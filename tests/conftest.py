@@ -1,5 +1,9 @@
-"""Shared test fixtures: paths to the shared MovieLens data (tests skip without it)."""
+"""Shared test fixtures: paths to the shared MovieLens data (tests skip without it); and a
+guard against testing stale compiled kernels."""
 
+import hashlib
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -7,6 +11,43 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # so tests can `import naive`
+PACKAGE = TESTS.parent / "warprec"
+#: The tests' Numba caches, one folder per state of the sources (unless NUMBA_CACHE_DIR is set).
+KERNEL_CACHES = TESTS.parent / ".pytest_cache" / "numba"
+
+
+def _use_a_cache_of_these_sources():
+    """Point Numba's on-disk cache at a folder named after the digest of every warprec
+    source file that uses Numba, so that no test runs a kernel compiled from other sources.
+
+    Numba's cache (``cache=True``) checks a function against its own file only (numba
+    0.68 stores a hash of that file's contents), not against the files of the functions
+    it calls or inlines: after an edit to ``_kernels/search.py`` or a ``git pull`` that
+    changes it, the cached training slice (in ``_kernels/train.py``) would still run the
+    old code and the tests would pass on it. Here a change to any such file makes a new
+    folder, and the first run after it compiles everything, as a fresh clone does. The
+    folders of other states are removed (going back to earlier sources compiles again),
+    except under a ``NUMBA_CACHE_DIR`` the caller set, which gets a subfolder per state.
+    Set before Numba reads its configuration; subprocesses inherit it.
+    """
+    digest = hashlib.sha1()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "numba" in path.read_text():
+            digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + path.read_bytes())
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    root = Path(given) if given else KERNEL_CACHES
+    folder = root / ("warprec-" + digest.hexdigest()[:16])
+    if not given and root.is_dir():
+        for other in root.iterdir():
+            if other != folder:
+                shutil.rmtree(other, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    if "numba" in sys.modules:   # imported by a plugin before this file: update it too
+        sys.modules["numba"].config.CACHE_DIR = str(folder)
+
+
+_use_a_cache_of_these_sources()
 
 SHARED_DATA = TESTS.parents[1] / "shared" / "data"
 ML100K_SPLIT = SHARED_DATA / "ml-100k-split"

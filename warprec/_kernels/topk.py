@@ -128,7 +128,7 @@ def select_topk(row, biases, out_items, out_scores):
     capacity = out_items.shape[0]
     n_cols = row.shape[0]
     neg_inf = np.float32(-np.inf)
-    size = 0
+    size = np.int64(0)  # not the literal 0: Numba would compile sift_up for it too
     col = 0
     while col < n_cols and size < capacity:
         score = row[col] + biases[col]

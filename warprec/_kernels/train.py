@@ -40,8 +40,6 @@ STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3,
 N_STATS = 5
 
 
-
-
 #: The factor dimension (the default ``n_components``) for which the negative trials of
 #: :func:`first_violator` score with a constant trip count: the dot product is unrolled,
 #: without the generic loop's control and remainder code (paired ML-100K epochs took
@@ -64,7 +62,6 @@ def _dot(U, V, u, i, d):
     for f in range(d):
         acc += U[u, f] * V[i, f]
     return acc
-
 
 
 @njit(**JIT)

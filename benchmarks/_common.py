@@ -11,6 +11,12 @@ import numpy as np
 
 N_COMPONENTS = 64
 
+#: Seconds of idle time between the timed parts of different libraries (outside every
+#: clock): longer than the spin of an OpenMP worker after a parallel region (libgomp's
+#: default wait policy; about 10 ms here, longer on CPUs with a slower ``pause``), which
+#: would otherwise share the cores with the next library's timed work (see _paired.py).
+SETTLE_SECONDS = 0.05
+
 
 def now():
     return time.perf_counter()

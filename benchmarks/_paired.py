@@ -7,18 +7,30 @@ of time; on a host whose neighbours come and go, a ratio of their medians mixes 
 libraries' speed with how busy the machine was during each fit. Here the libraries take
 turns of two epochs, and the second epoch of each turn is paired with the other
 library's epoch of the same number (also the second of its turn): the first epoch of a
-turn runs after the other library's turn (caches and thread pool left in another state:
-a warprec ML-100K epoch right after a LightFM epoch took 1.06x as long as one right after
-a warprec epoch, median of 20), the second runs the way a fit runs its epochs, one after
-another.
+turn runs after the other library's turn (caches and thread pool left in another state),
+the second runs the way a fit runs its epochs, one after another.
+
+Between turns the machine settles for ``SETTLE_SECONDS``. LightFM's OpenMP runtime
+(libgomp, default wait policy) keeps its worker thread spinning on a core for a while
+after every parallel region: here the process used about 8-14 ms of CPU in the 30 ms
+after a 2-thread ML-100K ``fit_partial(epochs=1)`` while its calling thread slept, and
+under 1 ms with ``OMP_WAIT_POLICY=passive``. Without the pause that spinning ran during
+warprec's next turn: warprec's timed (second) epochs took 7.03 ms instead of 5.28 ms
+(defaults pair, medians over six seeds run alternately with and without a 20 ms pause)
+and 6.00 ms instead of 5.13 ms (reference pair, four seeds); a fit's own epochs never
+share the cores with another library's spinning threads. warprec's threads block when
+idle and leave nothing running behind them; the pause is made on both sides anyway.
+Neither library's own settings change.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import _lightfm
-from _common import N_COMPONENTS, not_installed, now
+from _common import N_COMPONENTS, SETTLE_SECONDS, not_installed, now
 
 
 def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
@@ -26,7 +38,8 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
     two epochs each.
 
     warprec runs one ``fit``; its callback, after every second epoch (and after the last),
-    trains LightFM up to the same epoch (``fit_partial(epochs=1)`` per epoch). A warprec
+    trains LightFM up to the same epoch (``fit_partial(epochs=1)`` per epoch), with a
+    pause of ``SETTLE_SECONDS`` before and after LightFM's turn. A warprec
     epoch is the wall time from the end of one callback to the start of the next (the
     kernel plus warprec's per-epoch Python work); a LightFM epoch is its ``fit_partial``
     call minus the per-call overhead measured with ``fit_partial(epochs=0)`` (as in
@@ -54,10 +67,12 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
     def callback(model, info):
         mine.append(now() - state["last"])
         if len(mine) % 2 == 0 or len(mine) == epochs:
+            time.sleep(SETTLE_SECONDS)
             while len(theirs) < len(mine):
                 tic = now()
                 competitor.fit_partial(interactions, epochs=1, num_threads=n_threads)
                 theirs.append(max(now() - tic - overhead, 1e-9))
+            time.sleep(SETTLE_SECONDS)
         state["last"] = now()
 
     model = WARPFactorizer(n_components=N_COMPONENTS, n_threads=n_threads, random_state=seed,
@@ -70,6 +85,7 @@ def run(dataset, scorer, warprec_params, lightfm_params, *, n_threads, seed):
     second = range(1, epochs, 2)
     return dict(status="ok", seed=seed, epochs=epochs, warprec_epoch_seconds=mine,
                 lightfm_epoch_seconds=theirs, lightfm_call_overhead_seconds=overhead,
+                settle_seconds=SETTLE_SECONDS,
                 warprec_paired_seconds=[mine[k] for k in second],
                 lightfm_paired_seconds=[theirs[k] for k in second],
                 ratios=[theirs[k] / mine[k] for k in second],

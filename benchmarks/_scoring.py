@@ -3,10 +3,12 @@ WARPFactorizer.recommend (with implicit's recommend for context), on the same fa
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
-from _common import N_COMPONENTS, PeakRSS, now
+from _common import N_COMPONENTS, SETTLE_SECONDS, PeakRSS, now
 
 
 def problem(n_users, n_items, *, train_per_user=20, test_per_user=5, seed=0):
@@ -42,6 +44,7 @@ COMPARABLE_METRICS = ["precision", "recall", "map", "mrr", "ndcg", "hit_rate"]
 
 
 def _timed(fn, *args, **kwargs):
+    time.sleep(SETTLE_SECONDS)   # the previous library's OpenMP threads stop spinning
     with PeakRSS() as mem:
         tic = now()
         result = fn(*args, **kwargs)

@@ -17,6 +17,7 @@ import datetime as _dt
 import os
 import platform
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -131,6 +132,7 @@ def run_training(dataset, configs, pairs, *, threads, repeats, every, log):
         for lib, name, params in configs[shift:] + configs[:shift]:   # alternate the order
             epochs = params.get("epochs", warprec_defaults()["epochs"])
             schedule = _common.eval_schedule(epochs, every)
+            time.sleep(_common.SETTLE_SECONDS)
             try:
                 run = runners[lib](dataset, scorer, params, n_threads=threads, seed=rep,
                                    eval_epochs=schedule, name=name)

@@ -110,7 +110,12 @@ def overhead_parts(dataset, n_threads):
 
 
 def scaling(dataset, *, epochs, repeats, seed, thread_counts=(1, 2)):
-    """Kernel throughput with 1 and 2 threads from the same seed, runs alternating."""
+    """Kernel throughput with 1 and 2 threads from the same seed, runs alternating.
+
+    ``ratio_paired_median``: the median over the repeats of the ratio of the two runs of
+    the same repeat (made one right after the other, so a change of the host's speed
+    between repeats cancels out); ``ratio_median``: the ratio of the median throughputs;
+    ``ratio_best``: of the best runs."""
     from warprec import WARPFactorizer
 
     rows = {t: [] for t in thread_counts}
@@ -134,6 +139,9 @@ def scaling(dataset, *, epochs, repeats, seed, thread_counts=(1, 2)):
     out["positives_per_second_median"] = {str(t): v for t, v in med.items()}
     out["ratio_median"] = med[hi] / med[lo]
     out["ratio_best"] = best[hi] / best[lo]
+    out["ratios_paired"] = [b["positives_per_second"] / a["positives_per_second"]
+                            for a, b in zip(rows[lo], rows[hi])]
+    out["ratio_paired_median"] = median(out["ratios_paired"])
     return out
 
 

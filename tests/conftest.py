@@ -32,8 +32,9 @@ def _use_a_cache_of_these_sources():
     """
     digest = hashlib.sha1()
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "numba" in path.read_text():
-            digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + path.read_bytes())
+        source = path.read_bytes()
+        if b"numba" in source:
+            digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + source)
     given = os.environ.get("NUMBA_CACHE_DIR")
     root = Path(given) if given else KERNEL_CACHES
     folder = root / ("warprec-" + digest.hexdigest()[:16])

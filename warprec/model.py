@@ -229,6 +229,21 @@ class WARPFactorizer(FactorRecommender):
             setattr(self, key, value)
         return self
 
+    def __sklearn_tags__(self):
+        """Estimator tags of scikit-learn >= 1.6 (scikit-learn is imported only here).
+
+        ``fit`` takes no target (``target_tags.required`` is False); X is interaction
+        data (a DataFrame of raw-id rows, an ``Interactions`` object or a users x items
+        matrix), not a 2-D array of numeric features, and ids may be strings. Fits with
+        more than one thread are not deterministic for a fixed ``random_state``
+        (Hogwild updates race).
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    input_tags=InputTags(two_d_array=False, sparse=True, string=True),
+                    non_deterministic=self.n_threads != 1)
+
     def __repr__(self):
         defaults = {p.name: p.default for p in
                     inspect.signature(type(self).__init__).parameters.values()}

@@ -65,6 +65,7 @@ __all__ = [
     "deduplicate",
     "load_frame",
     "positives",
+    "read_interaction_lists",
     "read_item_titles",
     "read_ratings",
     "split_leave_k_out",
@@ -655,6 +656,60 @@ def _huge_ids_error(source, role, name) -> TypeError:
         f"{source}: the {role} column holds integers above 2**63 - 1, which do not fit "
         f"int64 ids; read them as strings instead, e.g. df[{name!r}] = "
         f"df[{name!r}].astype(str).")
+
+
+def read_interaction_lists(path, *, encoding: str = "utf-8") -> pd.DataFrame:
+    """Read a file of per-user item lists, one user per line: ``user item item ...``.
+
+    This is the layout of the LightGCN / KGAT benchmark files (``train.txt`` and
+    ``test.txt`` of amazon-book, gowalla, yelp2018): whitespace-separated integer ids,
+    the first token of a line the user, the rest the items that user interacted with.
+    A line with a user and no item (a user without positives in that file) yields no
+    row. Blank lines are skipped; compressed files are read as by :func:`read_ratings`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+    encoding : str, default "utf-8"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical frame with ``int64`` columns ``user_id`` and ``item_id``, one row per
+        (user, item) token in file order (duplicated items of a line are kept as rows;
+        see :func:`deduplicate`).
+
+    Raises
+    ------
+    ValueError
+        A token is not a non-negative integer (the message names the line), or the
+        file holds no line at all.
+    """
+    p = _check_path(path)
+    try:
+        text = _read_bytes(p).decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise _decode_error(p, encoding, exc) from None
+    users: list[np.ndarray] = []
+    items: list[np.ndarray] = []
+    n_lines = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        n_lines += 1
+        if not all(t.isdigit() for t in tokens):
+            bad = next(t for t in tokens if not t.isdigit())
+            raise ValueError(f"'{p}' line {number}: {bad!r} is not a non-negative integer id; "
+                             "each line must be 'user item item ...' of integer ids "
+                             "separated by white space.")
+        ids = np.array(tokens, dtype=np.int64)
+        items.append(ids[1:])
+        users.append(np.full(ids.size - 1, ids[0], dtype=np.int64))
+    if n_lines == 0:
+        raise ValueError(f"'{p}' holds no 'user item item ...' line.")
+    return pd.DataFrame({"user_id": np.concatenate(users), "item_id": np.concatenate(items)})
 
 
 def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:

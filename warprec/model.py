@@ -27,6 +27,7 @@ from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
+from . import _validation
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
 
@@ -161,8 +162,29 @@ class WARPFactorizer(FactorRecommender):
         order used is ``sample_order_``. The orders give different factors; NDCG@10
         agreed within 1% with the defaults on ML-100K and on 4M synthetic positives (see
         the README).
+    early_stopping : bool, default False
+        Hold out validation positives, score them after every epoch, stop once
+        ``n_iter_no_change`` epochs in a row did not beat the best score, and restore the
+        parameters (factors, biases and optimizer state) of the best epoch; ``epochs``
+        is then the maximum. The validation positives are ``validation_data`` if
+        :meth:`fit` gets it, else a seeded ``validation_fraction`` of every user's
+        training positives (see ``warprec._validation.holdout``), which are then not
+        trained on; they stay in ``train_matrix_``, so ``recommend(exclude_seen=True)``
+        still excludes them.
+    validation_fraction : float in (0, 1), default 0.1
+        Share of each user's positives held out for early stopping when no
+        ``validation_data`` is given (stochastically rounded per user; a user's last
+        positive is never held out).
+    n_iter_no_change : int, default 3
+        Epochs without a new best validation score before training stops.
+    validation_metric : str, default "ndcg@10"
+        ``"<metric>@<k>"`` with metric one of precision, recall, map, mrr, ndcg,
+        hit_rate (as :func:`warprec.metrics.evaluate` defines them), computed on at most
+        ``warprec._validation.VALIDATION_MAX_USERS`` users (a seeded sample) with their
+        training positives excluded. Higher is better.
     verbose : bool, default False
-        Show a tqdm progress bar over epochs.
+        Show a tqdm progress bar over epochs (with the validation score when there is
+        one).
 
     Attributes
     ----------
@@ -181,14 +203,24 @@ class WARPFactorizer(FactorRecommender):
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
-        Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples.
+        Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples, and
+        ``validation`` (the validation score) when validating.
+    validation_scores_ : list of float
+        The validation score after each epoch of the last fit / partial_fit (only when
+        validating: ``early_stopping`` or ``validation_data``).
+    best_epoch_ : int
+        With early stopping: the number of epochs (counted over all fit and
+        partial_fit calls, like ``epochs_done_``) after which the validation score was
+        best; the parameters are those of that epoch and ``epochs_done_`` equals it.
     """
 
     def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
-                 max_norm=None, sample_order="auto", verbose=False):
+                 max_norm=None, sample_order="auto", early_stopping=False,
+                 validation_fraction=0.1, n_iter_no_change=3, validation_metric="ndcg@10",
+                 verbose=False):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -207,6 +239,10 @@ class WARPFactorizer(FactorRecommender):
         self.init_scale = init_scale
         self.max_norm = max_norm
         self.sample_order = sample_order
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.validation_metric = validation_metric
         self.verbose = verbose
 
     # ------------------------------------------------------------------ sklearn API
@@ -252,7 +288,7 @@ class WARPFactorizer(FactorRecommender):
         return f"WARPFactorizer({', '.join(changed)})"
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, sample_weight=None, *, callback=None):
+    def fit(self, X, sample_weight=None, *, validation_data=None, callback=None):
         """Learn embeddings from positive interactions, starting from scratch.
 
         Parameters
@@ -268,6 +304,11 @@ class WARPFactorizer(FactorRecommender):
             values; a 1-D array is aligned with the positives in row-major order (the
             order of ``train_matrix_.data``); a sparse matrix must have X's shape and a
             value at every positive. Weights must be finite and >= 0.
+        validation_data : optional
+            Held-out positives scored after every epoch (see ``early_stopping``), in any
+            form ``X`` takes, in X's index space (a matrix of X's shape, or raw ids known
+            from X). Without early stopping the scores are only recorded
+            (``validation_scores_``).
         callback : callable, optional
             Called as ``callback(model, info)`` after every epoch with ``info`` the
             epoch's ``history_`` entry; returning ``False`` stops training early.
@@ -277,24 +318,27 @@ class WARPFactorizer(FactorRecommender):
         self
         """
         self._reset()
-        return self._train(X, sample_weight, callback, fresh=True)
+        return self._train(X, sample_weight, validation_data, callback, fresh=True)
 
-    def partial_fit(self, X, sample_weight=None, *, callback=None):
+    def partial_fit(self, X, sample_weight=None, *, validation_data=None, callback=None):
         """Train ``epochs`` more epochs, continuing from the current parameters and
         optimizer state (same as :meth:`fit` on an unfitted model).
 
         ``X`` must describe the same users and items as the first fit (same shape, or
-        raw ids known to the model); it may hold different positives.
+        raw ids known to the model); it may hold different positives. With early
+        stopping the same seeded validation split is drawn from ``X`` (the same positives
+        as in ``fit`` when ``X`` is the same), the best score starts afresh, and the
+        best epoch of this call is restored.
         """
         fresh = not hasattr(self, "user_factors_")
-        return self._train(X, sample_weight, callback, fresh=fresh)
+        return self._train(X, sample_weight, validation_data, callback, fresh=fresh)
 
     def _reset(self):
         for name in list(vars(self)):
             if name.endswith("_") and not name.startswith("__"):
                 delattr(self, name)
 
-    def _train(self, X, sample_weight, callback, fresh):
+    def _train(self, X, sample_weight, validation_data, callback, fresh):
         config = self._check_params()
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
@@ -302,9 +346,11 @@ class WARPFactorizer(FactorRecommender):
             self._initialise(matrix.shape, user_ids, item_ids, config)
         else:
             self._align_parameters()
+        self.train_matrix_ = matrix
+        matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
+                                                          config)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.sample_order_ = self._resolve_sample_order()
-        self.train_matrix_ = matrix
         n_threads = config["n_threads"]
         # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
         # fit): one compiled kernel specialisation for every data size
@@ -321,15 +367,42 @@ class WARPFactorizer(FactorRecommender):
         progress = _progress(config["epochs"], self.verbose)
         try:
             self._epochs(config, matrix, indptr, users, weights, grades, weighting, neg_cdf,
-                         filt, stats, progress, callback)
+                         filt, stats, progress, callback, monitor)
         finally:
             progress.close()
         return self
 
+    def _validation_split(self, matrix, weights, validation_data, config):
+        """The positives to train on, their weights, and the validation monitor (None
+        when not validating). Early stopping without ``validation_data`` holds out a
+        seeded share of every user's positives (the same split for the same X and
+        random_state, in fit and partial_fit)."""
+        self.validation_scores_ = []
+        if hasattr(self, "best_epoch_"):
+            del self.best_epoch_
+        if validation_data is None and not self.early_stopping:
+            return matrix, weights, None
+        n_relevant = None
+        if validation_data is None:
+            held = _validation.holdout(matrix, float(self.validation_fraction),
+                                       [self.seed_, 1])
+            valid = _validation.select(matrix, held)
+            matrix, weights = _validation.select(matrix, ~held), weights[~held]
+        else:
+            valid, extra = self._as_index_matrix(validation_data, "validation_data", True)
+            n_relevant = np.diff(valid.indptr).astype(np.int64) + extra
+        monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
+                                      config["n_threads"], n_relevant)
+        if matrix.nnz == 0:
+            raise ValueError("Holding out validation positives left nothing to train on; "
+                             "lower validation_fraction or pass validation_data.")
+        return matrix, weights, monitor
+
     def _epochs(self, config, matrix, indptr, users, weights, grades, weighting, neg_cdf, filt,
-                stats, progress, callback):
+                stats, progress, callback, monitor):
         """The epoch loop of :meth:`_train`."""
         n_threads = config["n_threads"]
+        best = _validation.BestSnapshot()
         prefetch_rows = self._outgrows_cache()
         work = _train.EpochWork(n_threads, self.user_factors_.shape[1], matrix.shape[1],
                                 config["max_sampled"], config["kos_n"], config["loss_code"],
@@ -366,15 +439,33 @@ class WARPFactorizer(FactorRecommender):
                     + "; very large init_scale, sample weights or rank weights also "
                     "cause this.", epoch)
             info = _epoch_info(epoch, seconds, stats)
-            self.history_.append(info)
             self.epochs_done_ += 1
+            if monitor is not None:
+                info["validation"] = monitor(self.user_factors_, self.item_factors_,
+                                             self.item_biases_)
+                self.validation_scores_.append(info["validation"])
+                if self.early_stopping:
+                    best.offer(info["validation"], self.epochs_done_, self._parameters())
+            self.history_.append(info)
             progress.update(1)
             if self.verbose:
-                progress.set_postfix(loss=f"{info['loss']:.4g}",
-                                     trials=f"{info['mean_trials']:.2f}")
+                postfix = dict(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
+                if monitor is not None:
+                    postfix[monitor.key] = f"{info['validation']:.4f}"
+                progress.set_postfix(postfix)
             log.debug("epoch %d: %s", epoch, info)
             if callback is not None and callback(self, info) is False:
                 break
+            if monitor is not None and self.early_stopping and \
+                    self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
+                break
+        if monitor is not None and self.early_stopping and best.epochs is not None:
+            best.restore(self._parameters())
+            self.best_epoch_ = self.epochs_done_ = best.epochs
+
+    def _parameters(self):
+        """The arrays that training updates (and early stopping restores), by name."""
+        return {name: getattr(self, name) for name in _PARAMETER_ARRAYS}
 
 
     def _resolve_alpha(self, matrix, fresh):
@@ -486,7 +577,17 @@ class WARPFactorizer(FactorRecommender):
         if self.sample_order not in _ORDERS:
             raise ValueError(f"sample_order must be one of {_ORDERS} "
                              f"(got {self.sample_order!r}).")
-        return dict(d=d, epochs=int(epochs), max_sampled=max_sampled,
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise TypeError(f"early_stopping must be True or False (got {self.early_stopping!r}).")
+        fraction = self.validation_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (float, int, np.floating,
+                                                                   np.integer)) \
+                or not 0 < fraction < 1:
+            raise ValueError(f"validation_fraction must be a number in (0, 1) "
+                             f"(got {fraction!r}).")
+        n_iter_no_change = check_positive_int(self.n_iter_no_change, "n_iter_no_change")
+        _validation.parse_metric(self.validation_metric)
+        return dict(n_iter_no_change=n_iter_no_change, d=d, epochs=int(epochs), max_sampled=max_sampled,
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",

@@ -1,0 +1,169 @@
+"""Early stopping and validation during training (WARPFactorizer, warprec._validation)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from warprec import WARPFactorizer
+from warprec._validation import BestSnapshot, Monitor, holdout, parse_metric, select
+from warprec.datasets import make_interactions
+from warprec.metrics import evaluate_factors
+
+PARAMS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_", "item_grad_sq_",
+          "bias_grad_sq_")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = make_interactions(300, 120, 6000, random_state=3)
+    held = holdout(X, 0.2, 7)
+    return select(X, ~held), select(X, held)
+
+
+def test_holdout_shares_and_last_positive():
+    X = make_interactions(2000, 300, 30000, random_state=1)
+    held = holdout(X, 0.1, 5)
+    counts = np.diff(X.indptr)
+    per_user = np.add.reduceat(held.astype(np.int64), X.indptr[:-1])
+    # stochastic rounding: floor or ceil of fraction * n_u, never the last positive
+    assert np.all(per_user >= np.floor(0.1 * counts))
+    assert np.all(per_user <= np.minimum(np.ceil(0.1 * counts), counts - 1))
+    assert abs(held.sum() / X.nnz - 0.1) < 0.01
+    assert np.array_equal(held, holdout(X, 0.1, 5))
+    assert not np.array_equal(held, holdout(X, 0.1, 6))
+    one = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    assert not holdout(one, 0.9, 0).any()
+
+
+def test_select_partitions_the_matrix(data):
+    train, valid = data
+    assert train.multiply(valid).nnz == 0
+    assert (train + valid).nnz == train.nnz + valid.nnz
+
+
+@pytest.mark.parametrize("bad", ["ndcg", "ndcg@0", "auc@10", "foo@5", "ndcg@x", 10, None])
+def test_parse_metric_rejects(bad):
+    with pytest.raises(ValueError, match="validation_metric"):
+        parse_metric(bad)
+
+
+def test_parse_metric():
+    assert parse_metric("recall@20") == ("recall", 20)
+
+
+def test_monitor_equals_evaluate(data):
+    train, valid = data
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((train.shape[0], 4)).astype(np.float32)
+    V = rng.standard_normal((train.shape[1], 4)).astype(np.float32)
+    b = rng.standard_normal(train.shape[1]).astype(np.float32)
+    monitor = Monitor(valid, train, "ndcg@5", 0, 1)
+    expected = evaluate_factors(U, V, b, valid, train, k=5, metrics=["ndcg"])["ndcg@5"]
+    assert monitor(U, V, b) == pytest.approx(expected, abs=1e-12)
+    small = Monitor(valid, train, "ndcg@5", 0, 1, max_users=50)
+    assert small.users.size == 50
+
+
+def test_best_snapshot_keeps_copies():
+    snap = BestSnapshot()
+    a = np.arange(3.0)
+    assert snap.offer(0.5, 1, {"a": a})
+    a += 10
+    assert not snap.offer(0.4, 2, {"a": a})
+    assert not snap.offer(0.5, 3, {"a": a})  # ties keep the earlier epoch
+    snap.restore({"a": a})
+    assert snap.epochs == 1 and np.array_equal(a, np.arange(3.0))
+
+
+def test_restores_best_epoch_bit_for_bit(data):
+    train, valid = data
+    snapshots = {}
+
+    def keep(model, info):
+        snapshots[info["epoch"] + 1] = {n: getattr(model, n).copy() for n in PARAMS}
+
+    model = WARPFactorizer(n_components=8, epochs=40, learning_rate=0.2, n_threads=1,
+                           early_stopping=True, n_iter_no_change=2, random_state=1)
+    model.fit(train, validation_data=valid, callback=keep)
+    scores = model.validation_scores_
+    best = int(np.argmax(scores)) + 1
+    assert model.best_epoch_ == best == model.epochs_done_
+    assert len(scores) == min(40, best + 2)
+    for name in PARAMS:
+        assert np.array_equal(getattr(model, name), snapshots[best][name]), name
+    # the restored model is the model trained for exactly best_epoch_ epochs
+    plain = WARPFactorizer(n_components=8, epochs=best, learning_rate=0.2, n_threads=1,
+                           random_state=1).fit(train)
+    for name in PARAMS:
+        assert np.array_equal(getattr(model, name), getattr(plain, name)), name
+    assert [h["validation"] for h in model.history_] == scores
+
+
+def test_internal_holdout_keeps_positives_in_train_matrix(data):
+    X = data[0] + data[1]
+    model = WARPFactorizer(n_components=8, epochs=6, n_threads=1, early_stopping=True,
+                           validation_fraction=0.2, n_iter_no_change=10).fit(X)
+    assert (model.train_matrix_ != X).nnz == 0
+    assert len(model.validation_scores_) == 6
+    assert model.best_epoch_ == int(np.argmax(model.validation_scores_)) + 1
+    # seeded: the same split and the same result again
+    again = WARPFactorizer(n_components=8, epochs=6, n_threads=1, early_stopping=True,
+                           validation_fraction=0.2, n_iter_no_change=10).fit(X)
+    assert again.validation_scores_ == model.validation_scores_
+
+
+def test_validation_data_without_early_stopping_only_records(data):
+    train, valid = data
+    model = WARPFactorizer(n_components=8, epochs=4, n_threads=1).fit(
+        train, validation_data=valid)
+    assert len(model.validation_scores_) == 4 and model.epochs_done_ == 4
+    assert not hasattr(model, "best_epoch_")
+    model.partial_fit(train)
+    assert model.validation_scores_ == [] and model.epochs_done_ == 8
+
+
+def test_partial_fit_with_early_stopping(data):
+    train, valid = data
+    model = WARPFactorizer(n_components=8, epochs=3, n_threads=1, early_stopping=True,
+                           n_iter_no_change=5).fit(train, validation_data=valid)
+    first = model.epochs_done_
+    model.partial_fit(train, validation_data=valid)
+    assert first <= model.epochs_done_ <= first + 3
+    assert model.best_epoch_ == model.epochs_done_
+
+
+def test_raw_id_validation_frame():
+    import pandas as pd
+
+    X = make_interactions(100, 50, 1500, random_state=2).tocoo()
+    df = pd.DataFrame({"user_id": [f"u{u}" for u in X.row], "item_id": X.col + 1000})
+    valid = df.iloc[::5]
+    train = df.drop(valid.index)
+    model = WARPFactorizer(n_components=8, epochs=3, n_threads=1, early_stopping=True).fit(
+        train, validation_data=valid)
+    assert len(model.validation_scores_) >= 1
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(early_stopping="yes"), "early_stopping"),
+    (dict(validation_fraction=0.0), "validation_fraction"),
+    (dict(validation_fraction=1.0), "validation_fraction"),
+    (dict(n_iter_no_change=0), "n_iter_no_change"),
+    (dict(validation_metric="ndcg"), "validation_metric"),
+])
+def test_bad_parameters(data, params, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        WARPFactorizer(n_components=4, epochs=1, **params).fit(data[0])
+
+
+def test_too_small_for_a_holdout():
+    X = sp.csr_matrix(np.eye(4, dtype=np.float32))
+    with pytest.raises(ValueError, match="validation positives"):
+        WARPFactorizer(n_components=4, epochs=1, early_stopping=True).fit(X)
+
+
+def test_progress_bar_shows_the_metric(data, capsys):
+    train, valid = data
+    WARPFactorizer(n_components=4, epochs=2, n_threads=1, verbose=True).fit(
+        train, validation_data=valid)
+    assert "ndcg@10" in capsys.readouterr().err

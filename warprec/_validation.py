@@ -1,0 +1,138 @@
+"""Validation during training: the held-out split, the per-epoch metric, and the
+best-epoch snapshot that early stopping restores.
+
+Used by :class:`warprec.WARPFactorizer` (``early_stopping=True`` or ``validation_data``)
+and by :func:`warprec.tune`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .metrics import METRIC_NAMES, evaluate_factors
+
+__all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "holdout", "parse_metric"]
+
+#: Users scored per validation check at most (a fixed seeded sample of the users with
+#: validation positives): the check then costs at most this many users' top-k, whatever
+#: the data size.
+VALIDATION_MAX_USERS = 10_000
+
+
+def parse_metric(text):
+    """``"ndcg@10"`` -> ``("ndcg", 10)``; raises ValueError for anything else.
+
+    The metric must be one of :data:`warprec.metrics.METRIC_NAMES` other than ``"auc"``
+    and ``"ndcg_graded"`` (validation positives carry no grades), with a cut-off k >= 1.
+    """
+    allowed = [m for m in METRIC_NAMES if m not in ("auc", "ndcg_graded")]
+    if isinstance(text, str) and text.count("@") == 1:
+        name, _, k = text.partition("@")
+        if name in allowed and k.isdigit() and int(k) >= 1:
+            return name, int(k)
+    raise ValueError(f"validation_metric must be '<metric>@<k>' with metric one of {allowed} "
+                     f"and k >= 1, e.g. 'ndcg@10' (got {text!r}).")
+
+
+def holdout(matrix, fraction, seed):
+    """Split a CSR matrix's positives into training and validation positives.
+
+    Each user with ``n_u`` positives gives ``floor(fraction * n_u + U)`` of them, chosen
+    uniformly at random, to validation (``U`` uniform in [0, 1): stochastic rounding, so
+    that even users with a handful of positives are validated in proportion, and the
+    expected held-out share is ``fraction`` for every user), but never the user's last
+    positive.
+
+    Returns
+    -------
+    held : ndarray of bool, shape (nnz,)
+        Which stored entries (row-major order) are validation positives.
+    """
+    rng = np.random.default_rng(seed)
+    counts = np.diff(matrix.indptr).astype(np.int64)
+    n_held = np.floor(fraction * counts + rng.random(counts.size)).astype(np.int64)
+    n_held = np.minimum(n_held, np.maximum(counts - 1, 0))
+    rows = np.repeat(np.arange(counts.size), counts)
+    order = np.lexsort((rng.random(matrix.nnz), rows))
+    rank = np.empty(matrix.nnz, np.int64)
+    rank[order] = np.arange(matrix.nnz) - np.repeat(matrix.indptr[:-1].astype(np.int64), counts)
+    return rank < n_held[rows]
+
+
+def select(matrix, keep):
+    """The CSR matrix of ``matrix``'s entries where ``keep`` (row-major mask) is true."""
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    out = sp.csr_matrix((matrix.data[keep], (rows[keep], matrix.indices[keep])),
+                        shape=matrix.shape)
+    out.sort_indices()
+    return out
+
+
+class Monitor:
+    """Scores factors on validation positives: ``metric@k`` over (a sample of) the users
+    with validation positives, their training positives excluded.
+
+    Parameters
+    ----------
+    valid, train : scipy.sparse.csr_matrix
+        Validation and training positives in the model's index space.
+    metric : str
+        ``"<name>@<k>"``, see :func:`parse_metric`.
+    seed : int
+        Seeds the user sample when more than ``max_users`` users have validation positives.
+    n_threads : int
+    n_relevant : ndarray of int, optional
+        Validation positives per user, counting those on items the model cannot score.
+    """
+
+    def __init__(self, valid, train, metric, seed, n_threads, n_relevant=None,
+                 max_users=VALIDATION_MAX_USERS):
+        self.name, self.k = parse_metric(metric)
+        self.key = f"{self.name}@{self.k}"
+        counts = np.diff(valid.indptr) if n_relevant is None else np.asarray(n_relevant)
+        users = np.flatnonzero(counts > 0)
+        if users.size == 0:
+            raise ValueError("No user has validation positives: the data is too small for "
+                             "early stopping (each user needs at least 2 positives). Pass "
+                             "validation_data=, raise validation_fraction, or set "
+                             "early_stopping=False.")
+        if users.size > max_users:
+            users = np.sort(np.random.default_rng(seed).choice(users, max_users, replace=False))
+        self.users = users
+        self.valid = valid[users]
+        self.train = train[users]
+        self.n_relevant = counts[users].astype(np.int64)
+        self.n_threads = n_threads
+
+    def __call__(self, user_factors, item_factors, item_biases):
+        result = evaluate_factors(user_factors[self.users], item_factors, item_biases,
+                                  self.valid, self.train, k=self.k, metrics=[self.name],
+                                  n_relevant=self.n_relevant, n_threads=self.n_threads)
+        return float(result[self.key])
+
+
+class BestSnapshot:
+    """A copy of named arrays taken at the best score so far, restored in place."""
+
+    def __init__(self):
+        self.score = -np.inf
+        self.epochs = None
+        self.arrays = {}
+
+    def offer(self, score, epochs, arrays):
+        """Keep a copy of ``arrays`` if ``score`` beats the best; returns whether it did."""
+        if not score > self.score:
+            return False
+        self.score, self.epochs = score, epochs
+        for name, array in arrays.items():
+            if name in self.arrays:
+                np.copyto(self.arrays[name], array)
+            else:
+                self.arrays[name] = array.copy()
+        return True
+
+    def restore(self, arrays):
+        """Copy the kept arrays back into ``arrays`` (same names, in place)."""
+        for name, array in arrays.items():
+            np.copyto(array, self.arrays[name])

@@ -84,6 +84,14 @@ def test_fit_recommend_evaluate(files):
     result = json.loads(proc.stdout)
     assert set(result) == {"warprec", "popularity"}
     assert 0.0 <= result["warprec"]["ndcg@10"] <= 1.0 and result["warprec"]["n_users"] == 30
+    assert "auc" not in result["warprec"]  # the full AUC only when asked for
+    proc = warprec("evaluate", files["ratings"], "--test", files["test"], "--model",
+                   files["model"], "--json", "--metrics", "ndcg, auc")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    for label in ("warprec", "popularity"):
+        assert set(result[label]) == {"ndcg@10", "auc", "n_users"}
+        assert 0.0 <= result[label]["auc"] <= 1.0
 
 
 def test_evaluate_random_split_and_tuned(files):
@@ -104,6 +112,16 @@ def test_help_and_version_of_each_command():
     for args in ([], ["fit"], ["evaluate"], ["recommend"], ["demo"]):
         proc = warprec(*args, "--help")
         assert proc.returncode == 0 and "usage: warprec" in proc.stdout
+
+
+def test_metrics_help_names_every_metric(capsys):
+    from warprec.cli import build_parser
+    from warprec.metrics import METRIC_NAMES
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["evaluate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in METRIC_NAMES)
 
 
 # ---------------------------------------------------------------------- bad input
@@ -169,6 +187,10 @@ BAD = {
                                  "{model}"], "no test user is known"),
     "evaluate csv as model": (["evaluate", "{ratings}", "--model", "{ratings}"],
                               "not a readable warprec model"),
+    "evaluate unknown metric": (["evaluate", "{ratings}", "--metrics", "ndcg,rmse"],
+                                "unknown metric 'rmse'"),
+    "evaluate empty metrics": (["evaluate", "{ratings}", "--metrics", ","],
+                               "at least one metric"),
     "evaluate empty split": (["evaluate", "{ratings}", "--test-fraction", "0.01", "--epochs",
                               "1", "--quiet"], "no test rows"),
     "no command": ([], "required"),

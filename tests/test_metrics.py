@@ -501,9 +501,9 @@ def test_evaluate_factors_with_unknown_relevant_items():
     train, test = random_split(rng, n_users, n_items, 0.2, 0.15, graded=False)
     extra = rng.integers(0, 3, size=n_users)
     n_relevant = np.diff(test.indptr) + extra
-    names = list(wm.DEFAULT_METRICS)
+    names = [*wm.DEFAULT_METRICS, "auc"]
     ours = evaluate_factors(user_factors, item_factors, biases, test, train, 5,
-                            n_relevant=n_relevant, per_user=True)
+                            metrics=names, n_relevant=n_relevant, per_user=True)
     reference = naive.naive_evaluate(user_factors, item_factors, biases, test, train, 5,
                                      n_relevant=n_relevant)
     assert_frames_match(ours, reference_frame(reference, 5, names))
@@ -551,7 +551,7 @@ def test_empty_test_warns_and_returns_nan():
     assert result["n_users"] == 0
     assert all(math.isnan(value) for key, value in result.items() if key != "n_users")
     assert set(result) == {"precision@5", "recall@5", "map@5", "mrr@5", "ndcg@5",
-                           "hit_rate@5", "auc", "n_users"}
+                           "hit_rate@5", "n_users"}
     with pytest.warns(WarprecWarning):
         frame = evaluate_factors(user_factors, item_factors, biases, empty, None, 5,
                                  per_user=True)
@@ -581,7 +581,7 @@ def test_ties_are_broken_by_lower_item_index():
     test = sp.csr_matrix(([1.0, 1.0], ([0, 1], [3, 9])), shape=(2, 10))
     train = sp.csr_matrix(([1.0], ([0], [0])), shape=(2, 10))
     frame = evaluate_factors(user_factors, item_factors, None, test, train, 3,
-                             per_user=True)
+                             metrics=["mrr", "hit_rate", "auc"], per_user=True)
     # user 0 ranks items 1, 2, 3 (item 0 excluded): hit at rank 3
     assert frame.loc[0, "mrr@3"] == pytest.approx(1 / 3)
     # user 1 ranks 0, 1, 2: no hit; AUC is 1/2 with every score tied
@@ -599,13 +599,15 @@ def test_all_items_excluded_for_a_user():
     train_dense[1, 3] = 0.0
     train_dense[1, :3] = 0.0
     train = sp.csr_matrix(train_dense)
+    with_auc = [*wm.DEFAULT_METRICS, "auc"]
     frame = evaluate_factors(user_factors, item_factors, biases, test, train, 2,
-                             per_user=True)
+                             metrics=with_auc, per_user=True)
     assert frame.loc[0, "precision@2"] == 0.5 and frame.loc[0, "recall@2"] == 1.0
     assert math.isnan(frame.loc[0, "auc"])  # no eligible non-relevant item
     full_train = sp.csr_matrix(np.ones((6, 8), np.float32))
     with pytest.warns(WarprecWarning, match="also appear in train"):
-        result = evaluate_factors(user_factors, item_factors, biases, test, full_train, 2)
+        result = evaluate_factors(user_factors, item_factors, biases, test, full_train, 2,
+                                  metrics=with_auc)
     assert result["precision@2"] == 0.0 and result["ndcg@2"] == 0.0
     assert math.isnan(result["auc"]) and result["n_users"] == 2
 
@@ -615,9 +617,10 @@ def test_auc_mean_skips_undefined_users():
     test = sp.csr_matrix(np.array([[1] * 8, [1, 0, 0, 0, 0, 0, 0, 0]] + [[0] * 8] * 4,
                                   dtype=np.float32))
     frame = evaluate_factors(user_factors, item_factors, biases, test, None, 3,
-                             per_user=True)
+                             metrics="auc", per_user=True)
     assert math.isnan(frame.loc[0, "auc"])
-    result = evaluate_factors(user_factors, item_factors, biases, test, None, 3)
+    result = evaluate_factors(user_factors, item_factors, biases, test, None, 3,
+                              metrics="auc")
     assert result["auc"] == pytest.approx(frame.loc[1, "auc"])
     assert result["n_users"] == 2
 
@@ -636,6 +639,30 @@ def test_metric_selection_and_keys():
         evaluate_factors(user_factors, item_factors, biases, test, metrics=["rmse"])
     with pytest.raises(ValueError, match=r"k must be a positive integer \(got 0\)"):
         evaluate_factors(user_factors, item_factors, biases, test, k=0)
+
+
+def test_default_metrics_skip_the_auc_pass():
+    """AUC is opt-in: the default keys have no "auc", and the kernel never runs the AUC
+    pass for them (its column stays NaN) while the other values are unchanged."""
+    from warprec._kernels import metrics as kernel_metrics
+
+    rng = np.random.default_rng(36)
+    user_factors, item_factors, biases = exact_factors(rng, 20, 30, 3)
+    train, test = random_split(rng, 20, 30, 0.2, 0.15, graded=False)
+    assert "auc" not in wm.DEFAULT_METRICS
+    assert set(wm.DEFAULT_METRICS) == set(wm.METRIC_NAMES) - {"auc", "ndcg_graded"}
+    default = evaluate_factors(user_factors, item_factors, biases, test, train, 5)
+    assert set(default) == {f"{name}@5" for name in wm.DEFAULT_METRICS} | {"n_users"}
+    with_auc = evaluate_factors(user_factors, item_factors, biases, test, train, 5,
+                                metrics=[*wm.DEFAULT_METRICS, "auc"])
+    assert {key: value for key, value in with_auc.items() if key != "auc"} == default
+    assert 0.0 <= with_auc["auc"] <= 1.0
+    counts = np.diff(test.indptr).astype(np.int64)
+    users = np.flatnonzero(counts > 0)
+    for chosen, computed in ((list(wm.DEFAULT_METRICS), False), (["auc"], True)):
+        values = wm._per_user_values(user_factors, item_factors, biases, test, train,
+                                     counts, users, 5, chosen, 1, None)
+        assert np.isfinite(values[:, kernel_metrics.AUC]).any() == computed
 
 
 def test_evaluate_factors_validation():
@@ -723,7 +750,7 @@ def test_evaluate_wraps_evaluate_factors():
     assert frame.index.name == "user"
     assert list(frame.index) == [f"user{u}" for u in range(12)]
     assert list(frame.columns) == ["precision@4", "recall@4", "map@4", "mrr@4", "ndcg@4",
-                                   "hit_rate@4", "auc"]
+                                   "hit_rate@4"]
 
 
 def test_evaluate_rejects_objects_without_the_hook():

@@ -55,6 +55,21 @@ def _data_args(parser):
     parser.add_argument("--sep", default=None, help="field separator if not auto-detected")
 
 
+def _metric_list(text):
+    """``--metrics``: comma-separated metric names, each one of
+    :data:`warprec.metrics.METRIC_NAMES`."""
+    from .metrics import METRIC_NAMES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one metric")
+    for name in names:
+        if name not in METRIC_NAMES:
+            raise argparse.ArgumentTypeError(
+                f"unknown metric {name!r}; choose among {', '.join(METRIC_NAMES)}")
+    return names
+
+
 def build_parser():
     """The argparse parser of the ``warprec`` command."""
     parser = _Parser(prog="warprec", description="WARP recommender.")
@@ -73,6 +88,10 @@ def build_parser():
     p.add_argument("--test-fraction", type=float, default=0.2,
                    help="per-user fraction held out when --test is absent (default 0.2)")
     p.add_argument("-k", type=int, default=10, help="cut-off (default 10)")
+    p.add_argument("--metrics", type=_metric_list, default=None, metavar="NAME[,NAME...]",
+                   help="comma-separated metrics among precision, recall, map, mrr, ndcg, "
+                        "hit_rate, auc, ndcg_graded (default: all but auc and ndcg_graded; "
+                        "e.g. --metrics ndcg,auc: NDCG and the full AUC)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     _data_args(p)
     _model_args(p)
@@ -184,9 +203,10 @@ def cmd_evaluate(args, out):
         model = _fit(_make_model(args), train, out)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # users/items only in test: _report_unknown
-        rows = [("warprec", evaluate(model, test, train=train, k=args.k)),
+        rows = [("warprec", evaluate(model, test, train=train, k=args.k,
+                                     metrics=args.metrics)),
                 ("popularity", evaluate(PopularityRecommender().fit(train), test, train=train,
-                                        k=args.k))]
+                                        k=args.k, metrics=args.metrics))]
     if rows[0][1]["n_users"] == 0:
         hint = "are the user ids of the test file the same as in the training file?"
         known = model.user_ids_

@@ -68,8 +68,10 @@ __all__ = [
 #: Every metric base name accepted by ``metrics=`` in :func:`evaluate_factors`.
 METRIC_NAMES = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc",
                 "ndcg_graded")
-#: The metrics computed when ``metrics=None``.
-DEFAULT_METRICS = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc")
+#: The metrics computed when ``metrics=None``: every top-k metric with binary gains.
+#: The full AUC (every relevant item against every eligible item) is left out because it
+#: needs a second pass over each user's scores; ask for it with ``"auc"``.
+DEFAULT_METRICS = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate")
 
 _KERNEL_COLUMN = {
     "precision": _kmetrics.PRECISION,
@@ -953,7 +955,9 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
         Base names to compute, among ``METRIC_NAMES``: ``"precision"``,
         ``"recall"``, ``"map"`` (AP@k), ``"mrr"``, ``"ndcg"`` (binary gains),
         ``"hit_rate"``, ``"auc"``, ``"ndcg_graded"`` (exponential gains
-        2^g - 1 from test's values). Default: all but ``"ndcg_graded"``.
+        2^g - 1 from test's values). Default: ``DEFAULT_METRICS``, every metric but
+        ``"auc"`` and ``"ndcg_graded"``. The AUC pass over each user's scores runs
+        only when ``"auc"`` is named.
     n_relevant : array_like of int, shape (n_users,), optional
         Per-user count of relevant items used in the recall, AP and NDCG
         denominators, overriding the number of stored test items (it must not be
@@ -973,14 +977,16 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
     Returns
     -------
     dict or pandas.DataFrame
-        With ``per_user=False``: a dict with keys such as ``"precision@10"``,
-        ``"recall@10"``, ``"map@10"``, ``"mrr@10"``, ``"ndcg@10"``,
-        ``"hit_rate@10"``, ``"auc"`` (and ``"ndcg_graded@10"``), each the mean over
-        the test users (users with at least one relevant item), plus ``"n_users"``
-        (their number). AUC is averaged over the users where it is defined (at
-        least one scoreable relevant item and one non-relevant eligible item);
-        NaN when it is defined for no user. With ``per_user=True``: a DataFrame
-        indexed by user with one column per metric (AUC NaN where undefined).
+        With ``per_user=False``: a dict with one key per requested metric,
+        ``"<name>@<k>"`` (by default ``"precision@10"``, ``"recall@10"``,
+        ``"map@10"``, ``"mrr@10"``, ``"ndcg@10"``, ``"hit_rate@10"``; also
+        ``"ndcg_graded@10"`` when asked) or ``"auc"`` (no cut-off; only when asked),
+        each the mean over the test users (users with at least one relevant item),
+        plus ``"n_users"`` (their number). AUC is averaged over the users where it is
+        defined (at least one scoreable relevant item and one non-relevant eligible
+        item); NaN when it is defined for no user. With ``per_user=True``: a
+        DataFrame indexed by user with one column per requested metric (AUC NaN where
+        undefined).
 
     Notes
     -----
@@ -995,8 +1001,8 @@ def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, 
       scores (O(n_items log k) per user). AUC needs a second pass that locates every
       item's score among the user's sorted relevant scores (a SIMD compare for up
       to 16 relevant items, a branch-free binary search beyond), typically a few
-      times the cost of the top-k pass: leave ``"auc"`` out of ``metrics`` when
-      speed matters.
+      times the cost of the top-k pass, so it runs only when ``"auc"`` is in
+      ``metrics``.
 
     Raises
     ------
@@ -1047,7 +1053,8 @@ def evaluate(model, test, train=None, k=10, *, metrics=None, n_threads=None,
         Held-out and training interactions, in any form the model accepts.
     k : int, default 10
     metrics : str or sequence of str, optional
-        Subset of ``METRIC_NAMES``.
+        Subset of ``METRIC_NAMES``; default ``DEFAULT_METRICS`` (no ``"auc"``, no
+        ``"ndcg_graded"``).
     n_threads : int, optional
     per_user : bool, default False
 

@@ -281,6 +281,8 @@ def evaluate_rows(scores, biases, train_indptr, train_indices, test_indptr,
     ideal_graded : float64 (n_rows,)
         Ideal exponential-gain DCG@k of each row's gains; NaN disables graded NDCG.
     want_auc : bool
+        Run :func:`user_auc`, a second pass over each row. False skips it and leaves
+        the AUC column NaN (the default metrics of ``evaluate_factors``).
     out : float64 (n_rows, N_METRICS)
         Receives the metric values (NaN for metrics not requested or undefined).
     next_row : int64 (1,)

@@ -18,10 +18,11 @@ _LAZY = {
     "PopularityRecommender": "warprec.baselines",
     "Interactions": "warprec.data",
     "evaluate": "warprec.metrics",
+    "PerUserHoldout": "warprec.model_selection",
 }
 
 __all__ = ["WARPFactorizer", "TUNED_PARAMS", "PopularityRecommender", "Interactions",
-           "evaluate", "DivergenceError",
+           "evaluate", "PerUserHoldout", "DivergenceError",
            "NotFittedError", "WarprecWarning", "__version__"]
 
 

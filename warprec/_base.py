@@ -2,8 +2,8 @@
 
 :class:`FactorRecommender` holds the fitted arrays (``user_factors_``, ``item_factors_``,
 ``item_biases_``, id maps, ``train_matrix_``) and provides ``predict``, ``recommend``,
-``similar_items`` and the glue :func:`warprec.metrics.evaluate` calls. Subclasses only
-implement ``fit``.
+``similar_items``, ``score`` (NDCG@10, scikit-learn's convention) and the glue
+:func:`warprec.metrics.evaluate` calls. Subclasses only implement ``fit``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ class FactorRecommender:
     # ------------------------------------------------------------------ inference
     def _check_fitted(self):
         if not hasattr(self, "user_factors_"):
-            raise NotFittedError("This WARPFactorizer is not fitted yet: call fit(X) first.")
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(X) "
+                                 "first.")
 
     @property
     def n_users_(self):
@@ -234,6 +235,49 @@ class FactorRecommender:
         return out, scores
 
     # ------------------------------------------------------------------ evaluation glue
+    def score(self, X, y=None) -> float:
+        """NDCG@10 of held-out interactions (scikit-learn's ``score``: higher is better).
+
+        The value is ``warprec.metrics.evaluate(self, X, train=self.train_matrix_,
+        k=10, metrics=["ndcg"])["ndcg@10"]``: for every user with a row in ``X``, the
+        model ranks all items except that user's positives of the last fit
+        (``train_matrix_``), and the binary NDCG@10 of the ranking against the user's
+        items in ``X`` is averaged over those users. This is what scikit-learn's
+        searches (``GridSearchCV`` and others, e.g. with
+        ``cv=warprec.model_selection.PerUserHoldout()``) maximise by default.
+
+        Parameters
+        ----------
+        X : DataFrame, warprec.data.Interactions or scipy.sparse matrix
+            Held-out positives, in any form :func:`warprec.metrics.evaluate` takes as
+            ``test``: raw-id rows (``user_id``, ``item_id``) for a model fit on raw ids,
+            a users x items matrix in the model's index space otherwise.
+        y : None
+            Ignored; present for scikit-learn compatibility.
+
+        Returns
+        -------
+        float
+            Mean NDCG@10 in [0, 1]; NaN (with a
+            :class:`~warprec.exceptions.WarprecWarning`) when no user of ``X`` can be
+            evaluated.
+
+        Notes
+        -----
+        As in :func:`warprec.metrics.evaluate`: rows of users unseen at fit time are
+        left out with a :class:`~warprec.exceptions.WarprecWarning` (the model cannot
+        score them); items unseen at fit time count as relevant items that cannot be
+        hit; rows of ``X`` that are also training positives are excluded from the
+        ranking but stay relevant (with a warning). Scoring uses the model's
+        ``n_threads``.
+        """
+        from .metrics import evaluate
+
+        self._check_fitted()
+        result = evaluate(self, X, train=self.train_matrix_, k=10, metrics=["ndcg"],
+                          n_threads=self.n_threads)
+        return float(result["ndcg@10"])
+
     def _as_index_matrix(self, X, name, count_unknown_items):
         """``X`` as CSR in this model's index space, plus per-user unknown-item counts."""
         n_users, n_items = self.n_users_, self.n_items_

@@ -1,8 +1,9 @@
-"""Regenerate the embedded synthetic demo data (``ratings.csv`` and ``movies.csv``).
+"""Regenerate the synthetic demo data shipped in the package (``ratings.csv`` and
+``movies.csv`` in ``warprec/demo_data/``).
 
 Usage (from the repository root)::
 
-    python data/make_synthetic.py            # (re)write data/ratings.csv, data/movies.csv
+    python data/make_synthetic.py            # (re)write warprec/demo_data/*.csv
     python data/make_synthetic.py --check    # exit 1 if the files differ from a fresh run
     python data/make_synthetic.py --out DIR  # write somewhere else
 
@@ -26,7 +27,8 @@ except ImportError:  # run from a checkout without installing warprec
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from warprec.datasets import make_ratings
 
-HERE = Path(__file__).resolve().parent
+#: Where the package keeps its demo data (found at run time with importlib.resources).
+OUT = Path(__file__).resolve().parents[1] / "warprec" / "demo_data"
 
 #: The MovieLens genre names; taste dimension ``k`` is genre ``GENRES[k]``.
 GENRES = ("Action", "Adventure", "Animation", "Children", "Comedy", "Crime",
@@ -79,8 +81,8 @@ def render() -> dict[str, bytes]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE,
-                        help="output directory (default: the data/ folder)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="output directory (default: warprec/demo_data/)")
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 if the files are missing or differ")
     args = parser.parse_args(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import time
 from pathlib import Path
@@ -23,7 +24,10 @@ from warprec.data import (
 from warprec.datasets import PlantedTruth, make_interactions, make_ratings
 from warprec.exceptions import WarprecWarning
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+#: The generator script of the demo data (repository only) and the data shipped in the
+#: package, where warprec finds it.
+SCRIPT = Path(__file__).resolve().parents[1] / "data" / "make_synthetic.py"
+DATA = Path(importlib.resources.files("warprec") / "demo_data")
 
 
 # --------------------------------------------------------------------------------------
@@ -201,11 +205,10 @@ def test_ratings_deterministic_and_whole_stars(ratings):
 
 
 # --------------------------------------------------------------------------------------
-# embedded demo data (data/)
+# embedded demo data (warprec/demo_data/, made by data/make_synthetic.py)
 # --------------------------------------------------------------------------------------
 def _load_script():
-    spec = importlib.util.spec_from_file_location("make_synthetic",
-                                                  DATA / "make_synthetic.py")
+    spec = importlib.util.spec_from_file_location("make_synthetic", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -229,7 +232,9 @@ def test_demo_files_format():
 
 
 def test_demo_files_regenerate_bit_for_bit():
-    files = _load_script().render()
+    script = _load_script()
+    assert script.OUT.resolve() == DATA.resolve()  # the script writes where warprec reads
+    files = script.render()
     for name, content in files.items():
         assert (DATA / name).read_bytes() == content, f"{name} is stale: rerun make_synthetic.py"
 

@@ -8,6 +8,8 @@ exit code 2; nothing prints a traceback for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.resources
 import json
 import os
 import sys
@@ -15,8 +17,9 @@ import time
 import warnings
 from pathlib import Path
 
-DEMO_DATA = Path(__file__).resolve().parents[1] / "data"
-
+#: The synthetic demo data shipped inside the package (``ratings.csv`` and ``movies.csv``,
+#: made by ``data/make_synthetic.py`` in the repository).
+DEMO_DATA = importlib.resources.files("warprec") / "demo_data"
 
 
 class CLIError(Exception):
@@ -104,7 +107,7 @@ def build_parser():
     p.add_argument("--include-seen", action="store_true", help="do not exclude training items")
 
     p = sub.add_parser("demo", help="fit, evaluate and recommend on the embedded data")
-    p.add_argument("--data", default=str(DEMO_DATA / "ratings.csv"), help=argparse.SUPPRESS)
+    p.add_argument("--data", default=None, help=argparse.SUPPRESS)
     p.add_argument("--epochs", type=int, default=None)
     return parser
 
@@ -289,8 +292,19 @@ def cmd_demo(args, out):
     from .metrics import evaluate
     from .model import WARPFactorizer
 
-    path = Path(args.data)
-    frame = positives(read_ratings(path), min_rating=4.0)
+    with contextlib.ExitStack() as files:
+        if args.data is None:  # the package's files, as real paths even from a zip
+            if not (DEMO_DATA / "ratings.csv").is_file():
+                raise CLIError(f"the demo data is missing from the installed package "
+                               f"({DEMO_DATA}); reinstall warprec.")
+            path = files.enter_context(importlib.resources.as_file(DEMO_DATA / "ratings.csv"))
+            titles_path = files.enter_context(
+                importlib.resources.as_file(DEMO_DATA / "movies.csv"))
+        else:
+            path = Path(args.data)
+            titles_path = path.with_name("movies.csv")
+        frame = positives(read_ratings(path), min_rating=4.0)
+        titles = read_item_titles(titles_path) if titles_path.exists() else None
     train, test = split_random(frame, test_fraction=0.2, random_state=0)
     out.write(f"data: {path.name}, {len(frame)} positives (rating >= 4), "
               f"{frame['user_id'].nunique()} users, {frame['item_id'].nunique()} items; "
@@ -302,8 +316,6 @@ def cmd_demo(args, out):
     out.write(_metrics_table(rows, 10))
     gain = rows[0][1]["ndcg@10"] / max(rows[1][1]["ndcg@10"], 1e-12)
     out.write(f"WARP NDCG@10 is {gain:.2f}x the popularity baseline's\n")
-    titles_path = path.with_name("movies.csv")
-    titles = read_item_titles(titles_path) if titles_path.exists() else None
     user = train["user_id"].iloc[0]
     items, scores = model.recommend(user, k=5)
     out.write(f"top 5 for user {user}:\n")

@@ -109,9 +109,14 @@ def test_demo_with_few_epochs():
 
 
 def test_help_and_version_of_each_command():
+    import warprec as package
+
     for args in ([], ["fit"], ["evaluate"], ["recommend"], ["demo"]):
         proc = warprec(*args, "--help")
         assert proc.returncode == 0 and "usage: warprec" in proc.stdout
+    proc = warprec("--version")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout == f"warprec {package.__version__}\n"
 
 
 def test_metrics_help_names_every_metric(capsys):

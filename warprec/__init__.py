@@ -10,7 +10,7 @@ import importlib
 
 from .exceptions import DivergenceError, NotFittedError, WarprecWarning
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "WARPFactorizer": "warprec.model",

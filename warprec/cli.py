@@ -1,4 +1,5 @@
-"""Command-line interface: ``warprec fit | evaluate | recommend | demo``.
+"""Command-line interface: ``warprec fit | evaluate | recommend | demo`` and
+``warprec --version``.
 
 Every command reads ratings files in any MovieLens layout (see
 :func:`warprec.data.read_ratings`). Errors end with a one-line message on stderr and
@@ -75,7 +76,10 @@ def _metric_list(text):
 
 def build_parser():
     """The argparse parser of the ``warprec`` command."""
+    from . import __version__
+
     parser = _Parser(prog="warprec", description="WARP recommender.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fit", help="fit a model on a ratings file and save it")

@@ -18,7 +18,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/warprec demo
 
+# Lint (ruff, configured in pyproject.toml), then the tests.
 test: $(STAMP)
+	$(VENV)/bin/ruff check warprec tests benchmarks data
 	$(PY) -m pytest -q
 
 # Side-by-side benchmark against LightFM and implicit (installs the bench extras), then the

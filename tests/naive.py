@@ -66,7 +66,8 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
     until ``1 + f(u, j) > f(u, i)``; with N draws the rank is ``max(1, (Y-1)//N)`` and the
     gradient of ``L(rank) * (f(u, j) - f(u, i))`` (BPR: of ``-log sigmoid(f_i - f_j)``) is
     taken w.r.t. U[u], V[i], V[j], b[i], b[j]; the touched factor rows (not the biases)
-    also decay by ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated squared gradient.
+    also decay by ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated
+    squared gradient.
     """
     n_items = V.shape[0]
     f32 = np.float32

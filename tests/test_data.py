@@ -320,7 +320,8 @@ def test_deduplicate_without_timestamp_uses_row_order(dups):
 
 
 def test_deduplicate_errors(dups):
-    with pytest.raises(ValueError, match=r"1 \(user, item\) pairs occur more than once \(3 rows\), e.g. \(1, 5\)\. "):
+    with pytest.raises(ValueError, match=r"1 \(user, item\) pairs occur more than once "
+                                         r"\(3 rows\), e.g. \(1, 5\)\. "):
         deduplicate(dups, how="error")
     assert len(deduplicate(dups.iloc[2:], how="error")) == 3
     with pytest.raises(KeyError, match="rating"):

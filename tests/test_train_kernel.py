@@ -290,9 +290,9 @@ def test_exact_rank_mode_counts_every_violator():
     params = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     # learning_rate 0 turns the epoch into a pure evaluation of the rank loss
     train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                      np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz), table, 1.0, False,
-                      train.LOSS_WARP, True, 5, 1, 1, np.zeros(0), _filter(X), 0.0, 0.0, 0.0,
-                      False, 1, 0, 1, False, stats)
+                      np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz),
+                      table, 1.0, False, train.LOSS_WARP, True, 5, 1, 1, np.zeros(0),
+                      _filter(X), 0.0, 0.0, 0.0, False, 1, 0, 1, False, stats)
     scores = U @ V.T + b
     expected = 0.0
     for u in range(X.shape[0]):

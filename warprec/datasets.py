@@ -500,9 +500,9 @@ def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
     (same arguments, same seed -> same (user, item) pairs). The rating of a pair grows
     with its planted affinity: a score ``z = affinity / std(affinity) + b_u + b_i +
     rating_noise * N(0, 1)`` (user and item biases ``N(0, 0.4**2)``; item biases also
-    grow with log-popularity, as popular films are rated higher in MovieLens) is turned into stars by its global quantile so that
-    the star histogram matches MovieLens (ML-latest in half stars, ML-100K in whole
-    stars).
+    grow with log-popularity, as popular films are rated higher in MovieLens) is turned
+    into stars by its global quantile so that the star histogram matches MovieLens
+    (ML-latest in half stars, ML-100K in whole stars).
 
     Parameters
     ----------

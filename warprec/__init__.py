@@ -19,10 +19,11 @@ _LAZY = {
     "Interactions": "warprec.data",
     "evaluate": "warprec.metrics",
     "PerUserHoldout": "warprec.model_selection",
+    "tune": "warprec.tuning",
 }
 
 __all__ = ["WARPFactorizer", "TUNED_PARAMS", "PopularityRecommender", "Interactions",
-           "evaluate", "PerUserHoldout", "DivergenceError",
+           "evaluate", "PerUserHoldout", "tune", "DivergenceError",
            "NotFittedError", "WarprecWarning", "__version__"]
 
 

@@ -1,4 +1,4 @@
-"""Command-line interface: ``warprec fit | evaluate | recommend | demo`` and
+"""Command-line interface: ``warprec fit | evaluate | tune | recommend | demo`` and
 ``warprec --version``.
 
 Every command reads ratings files in any MovieLens layout (see
@@ -48,6 +48,10 @@ def _model_args(parser):
     g.add_argument("--tuned", action="store_true",
                    help="use the documented configuration tuned on the ML-100K split "
                         "(warprec.model.TUNED_PARAMS)")
+    g.add_argument("--early-stopping", action="store_true",
+                   help="hold out 10%% of each user's training positives, stop once "
+                        "validation NDCG@10 has not improved for 3 epochs and keep the best "
+                        "epoch (--epochs is then the maximum)")
     g.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -103,6 +107,19 @@ def build_parser():
     _data_args(p)
     _model_args(p)
 
+    p = sub.add_parser("tune", help="search hyperparameters within a time budget")
+    p.add_argument("ratings", help="ratings file; tune holds out its own validation share")
+    p.add_argument("--time-budget", type=float, default=120.0, metavar="SECONDS",
+                   help="wall time of the whole search, final refit included (default 120)")
+    p.add_argument("--metric", default="ndcg@10",
+                   help="validation metric <name>@<k> to maximise (default ndcg@10)")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("-o", "--output", help="write the best model, refit on all ratings (.npz)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _data_args(p)
+
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
     p.add_argument("model", help="model file written by `warprec fit`")
     p.add_argument("users", nargs="+", help="raw user ids")
@@ -126,7 +143,8 @@ def _make_model(args):
             params[name] = value
     return WARPFactorizer(n_components=args.factors, loss=args.loss,
                           rank_weighting=args.rank_weighting, n_threads=args.threads,
-                          random_state=args.seed, verbose=not args.quiet, **params)
+                          random_state=args.seed, verbose=not args.quiet,
+                          early_stopping=getattr(args, "early_stopping", False), **params)
 
 
 def _read_positives(path, args):
@@ -147,6 +165,9 @@ def _fit(model, train, out):
     out.write(f"fitted {model.n_users_} users x {model.n_items_} items, {len(train)} positives, "
               f"{len(h)} epochs in {seconds:.2f} s (last epoch loss {h[-1]['loss']:.4f})\n"
               if h else "fitted with 0 epochs\n")
+    if getattr(model, "best_epoch_", None) is not None:
+        out.write(f"early stopping kept epoch {model.best_epoch_} (validation "
+                  f"{model.validation_metric} {max(model.validation_scores_):.4f})\n")
     return model
 
 
@@ -250,6 +271,77 @@ def _report_unknown(model, test):
                       stacklevel=2)
 
 
+def cmd_tune(args, out):
+    """``warprec tune``: :func:`warprec.tune` on a ratings file; the trials, the best
+    parameters (or JSON) and optionally the best model."""
+    import math
+
+    from .tuning import tune
+
+    if not (math.isfinite(args.time_budget) and args.time_budget > 0):
+        raise CLIError(f"--time-budget must be a number of seconds > 0 "
+                       f"(got {args.time_budget}).")
+    if args.output:
+        _check_output(args.output)
+    data = _read_positives(args.ratings, args)
+    result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
+                  random_state=args.seed, metric=args.metric, verbose=not args.quiet)
+    path = result.best_model.save(args.output) if args.output else None
+    trials = result.trials
+    if args.json:
+        record = dict(best_params=result.best_params, best_score=result.best_score,
+                      metric=result.metric, elapsed_seconds=result.elapsed_seconds,
+                      time_budget=result.time_budget,
+                      trials=[{k: _json_value(v) for k, v in row.items()}
+                              for row in trials.to_dict("records")])
+        if path is not None:
+            record["model"] = str(path)
+        out.write(json.dumps(record, indent=2, default=_json_value, allow_nan=False) + "\n")
+        return 0
+    out.write(f"{len(trials)} trial evaluations of {trials['trial'].nunique()} configurations "
+              f"in {result.elapsed_seconds:.1f} s (budget {result.time_budget:g} s); "
+              f"best {min(10, trials['trial'].nunique())} by validation {result.metric}:\n")
+    out.write(_trials_table(trials, result.metric, 10))
+    out.write(f"best parameters (validation {result.metric} {result.best_score:.4f}):\n")
+    for name, value in result.best_params.items():
+        out.write(f"  {name} = {value!r}\n")
+    if path is not None:
+        out.write(f"saved model to {path}\n")
+    return 0
+
+
+def _trials_table(trials, metric, top):
+    """The ``top`` trials by score (each at its last evaluation) as a text table."""
+    columns = list(trials.columns)
+    params = columns[columns.index("rung") + 1:columns.index("max_epochs")]
+    shown = ["trial", "rung", *params, "epochs", "score", "seconds"]
+    last = trials.drop_duplicates("trial", keep="last")   # each trial's final state
+    best = last.sort_values("score", ascending=False, kind="stable").head(top)
+    rows = [[metric if c == "score" else c for c in shown]]
+    for record in best.to_dict("records"):
+        cells = []
+        for c in shown:
+            value = record[c]
+            if c == "score":
+                cells.append(f"{value:.4f}")
+            elif c == "seconds":
+                cells.append(f"{value:.2f}")
+            elif isinstance(value, float):
+                cells.append(f"{value:.4g}")
+            else:
+                cells.append(str(value))
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(shown))]
+    return "".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) + "\n"
+                   for row in rows)
+
+
+def _json_value(value):
+    """A JSON-ready value: numpy scalars as Python ones, NaN as None (null)."""
+    value = value.item() if hasattr(value, "item") else value
+    return None if isinstance(value, float) and value != value else value
+
+
 def cmd_recommend(args, out):
     """``warprec recommend``: top-k raw item ids (and titles) for raw user ids."""
     from .model import WARPFactorizer
@@ -329,8 +421,8 @@ def cmd_demo(args, out):
     return 0
 
 
-COMMANDS = {"fit": cmd_fit, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
-            "demo": cmd_demo}
+COMMANDS = {"fit": cmd_fit, "evaluate": cmd_evaluate, "tune": cmd_tune,
+            "recommend": cmd_recommend, "demo": cmd_demo}
 
 
 def _one_line(exc):

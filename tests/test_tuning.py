@@ -1,0 +1,288 @@
+"""warprec.tune: the time budget (final refit included), the trials table, the defaults
+trial, the refit on all the data, reproducibility of the sampled configurations, input
+forms, argument errors; and `warprec tune` / `warprec fit --early-stopping`."""
+
+import json
+import math
+import time
+import warnings
+
+import pandas as pd
+import pytest
+
+from warprec import WARPFactorizer, WarprecWarning, tune
+from warprec.datasets import make_interactions
+from warprec.tuning import SEARCH_SPACE
+
+DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting")
+COLUMNS = ["trial", "bracket", "rung", *DEFAULT_KEYS, "max_epochs", "epochs_run", "epochs",
+           "score", "metric", "seconds", "status"]
+
+
+@pytest.fixture(scope="module")
+def X():
+    """Small data, with every kernel tune uses compiled (or loaded) beforehand so that
+    compilation does not eat the budgets below."""
+    X = make_interactions(300, 150, 6000)
+    WARPFactorizer(epochs=2, early_stopping=True, n_threads=1).fit(X)
+    return X
+
+
+@pytest.fixture(scope="module")
+def result(X):
+    """One 8-second search, and its wall time measured here."""
+    tic = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WarprecWarning)
+        out = tune(X, time_budget=8, n_threads=1, random_state=0)
+    return out, time.perf_counter() - tic
+
+
+def test_budget_is_respected_and_used(result):
+    out, wall = result
+    assert out.time_budget == 8.0
+    assert out.elapsed_seconds <= wall
+    assert wall <= 8 * 1.25 + 0.5, wall
+    # the search spends the budget rather than stopping after a few trials
+    assert out.elapsed_seconds >= 0.5 * 8
+    assert out.trials["trial"].nunique() > 20
+    assert out.trials["seconds"].sum() <= out.elapsed_seconds
+
+
+def test_trials_table_and_defaults_first(result):
+    out, _ = result
+    trials = out.trials
+    assert list(trials.columns) == COLUMNS
+    first = trials.iloc[0]
+    defaults = WARPFactorizer().get_params()
+    assert first["trial"] == 0 and first["rung"] == 0 and first["bracket"] == 0
+    assert all(first[k] == defaults[k] for k in DEFAULT_KEYS)
+    assert (trials["metric"] == "ndcg@10").all() and out.metric == "ndcg@10"
+    assert set(trials["status"]) <= {"stopped", "capped", "out-of-time", "diverged"}
+    assert (trials["epochs"] <= trials["max_epochs"]).all()
+    assert (trials["epochs_run"] >= 1).all()
+    # successive halving: later rungs have fewer evaluations and higher epoch caps
+    per_rung = trials.groupby("rung").agg(n=("trial", "size"), cap=("max_epochs", "max"))
+    assert len(per_rung) >= 2
+    assert per_rung["n"].is_monotonic_decreasing and per_rung["cap"].is_monotonic_increasing
+    assert per_rung.loc[0, "cap"] == 12
+    # a trial's score (its best so far) never decreases over its evaluations
+    for _, rows in trials.groupby("trial"):
+        assert rows["score"].is_monotonic_increasing
+    # configurations sampled from the default space stay in it
+    sampled = trials[trials["trial"] > 0]
+    low, high = SEARCH_SPACE["learning_rate"][1:]
+    assert sampled["learning_rate"].between(low, high).all()
+    for name in DEFAULT_KEYS[1:]:
+        assert set(sampled[name]) <= set(SEARCH_SPACE[name])
+
+
+def test_best_params_score_and_model(X, result):
+    out, _ = result
+    trials = out.trials
+    assert out.best_score == trials["score"].max()
+    assert out.best_score >= trials.iloc[0]["score"]
+    row = trials.loc[trials["score"].idxmax()]
+    assert out.best_params == {**{k: row[k] for k in DEFAULT_KEYS}, "epochs": row["epochs"]}
+    model = out.best_model
+    assert model.train_matrix_.nnz == X.nnz and model.train_matrix_.shape == X.shape
+    assert model.epochs == out.best_params["epochs"] == model.epochs_done_
+    assert model.early_stopping is False and model.n_threads == 1 and model.random_state == 0
+    assert all(model.get_params()[k] == v for k, v in out.best_params.items())
+    assert not hasattr(model, "best_epoch_")
+
+
+def test_same_seed_same_configurations(X):
+    def configs(seed):
+        trials = tune(X, time_budget=1.5, n_threads=1, random_state=seed).trials
+        first = trials.drop_duplicates("trial").sort_values("trial")
+        return [tuple(r) for r in first[list(DEFAULT_KEYS)].itertuples(index=False)]
+
+    a, b, c = configs(3), configs(3), configs(4)
+    n = min(len(a), len(b))
+    assert n >= 5
+    assert a[:n] == b[:n]
+    assert a[0] == c[0]                 # the defaults
+    assert a[1:n] != c[1:n]
+    assert len(set(a)) == len(a)        # never the same configuration twice
+
+
+def test_dataframe_input(X):
+    coo = X.tocoo()
+    frame = pd.DataFrame({"user_id": [f"u{u}" for u in coo.row], "item_id": coo.col + 1000})
+    out = tune(frame, time_budget=1.5, n_threads=1)
+    model = out.best_model
+    assert model.train_matrix_.nnz == len(frame)
+    assert set(model.user_ids_) == set(frame["user_id"])
+    items, _ = model.recommend("u0", k=5)
+    assert len(items) == 5 and all(i >= 1000 for i in items)
+
+
+def test_custom_space_is_exhausted_and_divergence_is_survived(X):
+    """Two choices plus the defaults: the search stops early (no configuration twice);
+    a diverging choice is recorded and never wins."""
+    tic = time.perf_counter()
+    out = tune(X, time_budget=30, n_threads=1, max_epochs=40,
+               search_space={"learning_rate": [1e30, 0.02], "alpha": [0.0]})
+    assert time.perf_counter() - tic < 10
+    trials = out.trials
+    assert list(trials.columns[3:5]) == ["learning_rate", "alpha"]
+    assert trials["trial"].nunique() == 3
+    diverged = trials[trials["status"] == "diverged"]
+    assert list(diverged["learning_rate"]) == [1e30] and diverged["score"].isna().all()
+    assert out.best_params["learning_rate"] != 1e30
+    assert set(out.best_params) == {"learning_rate", "alpha", "epochs"}
+    assert trials["max_epochs"].max() <= 40
+
+
+def test_tiny_budget_runs_the_defaults_and_warns(X):
+    with pytest.warns(WarprecWarning, match="too small for a search"):
+        out = tune(X, time_budget=0.01, n_threads=1)
+    assert len(out.trials) == 1 and out.trials.iloc[0]["trial"] == 0
+    assert out.best_params["learning_rate"] == WARPFactorizer().learning_rate
+    assert out.best_model.train_matrix_.nnz == X.nnz
+    assert out.elapsed_seconds < 2
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(time_budget=0), ValueError, "time_budget"),
+    (dict(time_budget=-3.0), ValueError, "time_budget"),
+    (dict(time_budget=math.nan), ValueError, "time_budget"),
+    (dict(time_budget="10"), TypeError, "time_budget"),
+    (dict(time_budget=True), TypeError, "time_budget"),
+    (dict(metric="auc"), ValueError, "metric must be"),
+    (dict(metric="ndcg"), ValueError, "metric must be"),
+    (dict(validation_fraction=1.0), ValueError, "validation_fraction"),
+    (dict(max_epochs=0), ValueError, "max_epochs"),
+    (dict(n_iter_no_change=0), ValueError, "n_iter_no_change"),
+    (dict(n_threads=0), ValueError, "n_threads"),
+    (dict(random_state=-1), ValueError, "random_state"),
+    (dict(random_state=1.5), TypeError, "random_state"),
+    (dict(search_space={"bogus": [1]}), ValueError, r"unknown parameter 'bogus'.*learning_rate"),
+    (dict(search_space={"epochs": [5]}), ValueError, "cannot set 'epochs'"),
+    (dict(search_space={}), ValueError, "empty"),
+    (dict(search_space=[("learning_rate", [0.1])]), TypeError, "dict"),
+    (dict(search_space={"learning_rate": []}), ValueError, "empty list"),
+    (dict(search_space={"learning_rate": 0.1}), TypeError, "list of choices"),
+    (dict(search_space={"learning_rate": ("uniform", 0.01, 0.1)}), ValueError, "log-uniform"),
+    (dict(search_space={"learning_rate": ("log-uniform", 0.1, 0.01)}), ValueError,
+     "low < high"),
+    (dict(search_space={"learning_rate": [0.05, -1.0]}), ValueError,
+     r"invalid value -1.0.*learning_rate"),
+    (dict(search_space={"rank_weighting": ["harmonic", "bogus"]}), ValueError,
+     "invalid value 'bogus'"),
+])
+def test_bad_arguments(X, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        tune(X, **{"time_budget": 1.0, "n_threads": 1, **kwargs})
+
+
+def test_data_too_small_to_validate():
+    import scipy.sparse as sp
+
+    with pytest.raises(ValueError, match="too small to tune"):
+        tune(sp.identity(20, format="csr"), time_budget=1.0, n_threads=1)
+    with pytest.raises(ValueError, match="no positive"):
+        tune(sp.csr_matrix((5, 5)), time_budget=1.0)
+
+
+def test_exported_lazily():
+    import warprec
+
+    assert "tune" in warprec.__all__ and warprec.tune is tune
+
+
+# ---------------------------------------------------------------------- command line
+@pytest.fixture(scope="module")
+def ratings_csv(X, tmp_path_factory):
+    coo = X.tocoo()
+    path = tmp_path_factory.mktemp("tune") / "ratings.csv"
+    lines = ["userId,movieId,rating"] + [f"{u + 1},{i + 1},{4 + (u + i) % 2}"
+                                         for u, i in zip(coo.row, coo.col)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _run(argv, capsys):
+    from warprec.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_tune_table_and_model(ratings_csv, tmp_path, capsys):
+    model_path = tmp_path / "best.npz"
+    code, out, err = _run(["tune", ratings_csv, "--time-budget", 2, "--threads", 1, "--quiet",
+                           "-o", model_path], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "trial evaluations of" in lines[0] and "budget 2 s" in lines[0]
+    header = lines[1].split()
+    assert header[:2] == ["trial", "rung"] and "ndcg@10" in header
+    table = lines[2:lines.index(next(ln for ln in lines if ln.startswith("best parameters")))]
+    assert 1 <= len(table) <= 10
+    scores = [float(row.split()[header.index("ndcg@10")]) for row in table]
+    assert scores == sorted(scores, reverse=True)
+    assert len({row.split()[0] for row in table}) == len(table)   # one row per trial
+    assert "  epochs = " in out and f"saved model to {model_path}" in out
+    model = WARPFactorizer.load(model_path)
+    assert model.train_matrix_.nnz == 6000 and model.early_stopping is False
+
+
+def test_cli_tune_json(ratings_csv, capsys):
+    code, out, err = _run(["tune", ratings_csv, "--time-budget", 1.5, "--threads", 1,
+                           "--quiet", "--json", "--metric", "recall@5", "--min-rating", 5],
+                          capsys)
+    assert code == 0, err
+    record = json.loads(out)
+    assert set(record) >= {"best_params", "best_score", "metric", "trials", "elapsed_seconds"}
+    assert record["metric"] == "recall@5"
+    assert record["best_score"] == max(t["score"] for t in record["trials"])
+    assert record["trials"][0]["trial"] == 0 and set(record["trials"][0]) == set(COLUMNS)
+    assert record["best_params"]["epochs"] >= 1
+    assert record["elapsed_seconds"] < 1.5 * 1.25 + 0.5
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--time-budget", 0], "--time-budget must be"),
+    (["--time-budget", "nan"], "--time-budget must be"),
+    (["--metric", "auc"], "metric must be"),
+    (["--threads", 0], "n_threads"),
+    (["--min-rating", 9], "no rows left"),
+])
+def test_cli_tune_bad_input(ratings_csv, capsys, argv, match):
+    code, out, err = _run(["tune", ratings_csv, "--quiet", *argv], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warprec tune: error: ")
+    assert match in lines[0]
+
+
+def test_cli_help_names_tune(capsys):
+    from warprec.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    assert "tune" in capsys.readouterr().out
+    for command in ("tune", "fit"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--help"])
+        text = capsys.readouterr().out
+        assert ("--time-budget" in text) if command == "tune" else ("--early-stopping" in text)
+
+
+def test_cli_fit_early_stopping(ratings_csv, tmp_path, capsys):
+    path = tmp_path / "m.npz"
+    code, out, err = _run(["fit", ratings_csv, "-o", path, "--early-stopping", "--epochs", 200,
+                           "--threads", 1, "--quiet"], capsys)
+    assert code == 0, err
+    assert "early stopping kept epoch" in out
+    model = WARPFactorizer.load(path)
+    assert model.early_stopping is True
+    assert 1 <= model.epochs_done_ < 200
+    code, out, err = _run(["fit", ratings_csv, "-o", path, "--epochs", 3, "--threads", 1,
+                           "--quiet"], capsys)
+    assert code == 0 and "early stopping" not in out
+    assert WARPFactorizer.load(path).early_stopping is False

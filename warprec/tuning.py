@@ -1,0 +1,756 @@
+"""Hyperparameter search for :class:`warprec.WARPFactorizer` within a wall-time budget.
+
+:func:`tune` splits the data once into training and validation positives, evaluates the
+estimator's default parameters, then samples configurations from a search space and
+runs successive halving on them (Jamieson & Talwalkar 2016; the repeated brackets of
+Hyperband, Li et al. 2018): every configuration of a bracket trains with early stopping
+for a few epochs, the best third trains longer, and so on, until the time budget
+(which includes the final refit on all the data) is spent.
+
+References
+----------
+K. Jamieson and A. Talwalkar, "Non-stochastic best arm identification and
+hyperparameter optimization", AISTATS 2016.
+L. Li, K. Jamieson, G. DeSalvo, A. Rostamizadeh and A. Talwalkar, "Hyperband: a novel
+bandit-based approach to hyperparameter optimization", JMLR 18(185), 2018.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import time
+import types
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validation
+from ._inputs import check_positive_int
+from .exceptions import DivergenceError, WarprecWarning
+
+__all__ = ["SEARCH_SPACE", "FIRST_RUNG_EPOCHS", "REDUCTION_FACTOR", "TuneResult", "tune"]
+
+log = logging.getLogger(__name__)
+
+#: The default search space of :func:`tune`: parameter name -> a list of choices (drawn
+#: uniformly) or ``("log-uniform", low, high)`` (``exp(U(log low, log high))``, rounded
+#: to 4 significant digits). Read-only; pass ``search_space={**SEARCH_SPACE, ...}`` to
+#: extend it.
+#:
+#: ================  ===========================================
+#: learning_rate     log-uniform in [0.005, 0.1]
+#: alpha             0, 0.0003, 0.001, 0.003, 0.01 or 0.03
+#: max_sampled       10, 30, 100 or 300
+#: n_components      32, 64 or 128
+#: rank_weighting    "harmonic", "log" or "auc"
+#: ================  ===========================================
+SEARCH_SPACE = types.MappingProxyType({
+    "learning_rate": ("log-uniform", 0.005, 0.1),
+    "alpha": [0.0, 0.0003, 0.001, 0.003, 0.01, 0.03],
+    "max_sampled": [10, 30, 100, 300],
+    "n_components": [32, 64, 128],
+    "rank_weighting": ["harmonic", "log", "auc"],
+})
+
+#: Maximum epochs of the first rung of every bracket.
+FIRST_RUNG_EPOCHS = 12
+#: Successive halving's eta: each rung keeps the best 1/eta of the configurations and
+#: gives them eta times the maximum epochs of the rung before.
+REDUCTION_FACTOR = 3
+
+#: WARPFactorizer parameters that tune sets itself (not searchable).
+_CONTROLLED = {
+    "epochs": "the epochs come from early stopping (at most max_epochs)",
+    "early_stopping": "every trial trains with early stopping",
+    "validation_fraction": "pass validation_fraction= to tune",
+    "n_iter_no_change": "pass n_iter_no_change= to tune",
+    "validation_metric": "pass metric= to tune",
+    "n_threads": "pass n_threads= to tune",
+    "random_state": "pass random_state= to tune",
+    "verbose": "pass verbose= to tune",
+}
+_LOG_UNIFORM = "log-uniform"
+#: Safety factor on the estimated training seconds of the final refit.
+_REFIT_MARGIN = 1.2
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` found.
+
+    Attributes
+    ----------
+    best_params : dict
+        The best configuration: a value for every parameter of the search space plus
+        ``epochs``, the best trial's best epoch count (``best_epoch_`` on the training
+        part). ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
+    best_score : float
+        The best trial's validation score (``metric`` of its best epoch); equals
+        ``trials["score"].max()``.
+    metric : str
+        The validation metric, ``"<name>@<k>"``.
+    best_model : WARPFactorizer
+        ``WARPFactorizer(**best_params, n_threads=n_threads, random_state=random_state)``
+        fitted on all of X (training and validation positives), without early stopping.
+    trials : pandas.DataFrame
+        One row per trial evaluation (a trial is evaluated once per rung it reaches), in
+        the order they ran; the first row is the defaults trial. Columns: ``trial``
+        (configuration number, 0 for the defaults), ``bracket``, ``rung``, one column per
+        search-space parameter, ``max_epochs`` (the rung's epoch cap), ``epochs_run``
+        (epochs trained by this evaluation), ``epochs`` (the trial's best epoch count
+        so far), ``score`` (the trial's best validation score so far), ``metric``
+        (``metric``, the same in every row), ``seconds`` (wall time of the evaluation)
+        and ``status``: ``"stopped"`` (early stopping ended it: ``n_iter_no_change``
+        epochs without a new best, or a continuation that did not beat the trial's
+        earlier best; the trial is not continued), ``"capped"`` (it reached the rung's
+        ``max_epochs``), ``"out-of-time"`` (the budget ended it) or ``"diverged"``
+        (:class:`~warprec.exceptions.DivergenceError`; the trial keeps the score it had
+        before, NaN if none, and is not continued).
+    elapsed_seconds : float
+        Wall time of the :func:`tune` call, final refit included.
+    time_budget : float
+        The budget given.
+    random_state : int
+        The seed used (drawn at random when ``random_state=None`` was given).
+    """
+
+    best_params: dict
+    best_score: float
+    metric: str
+    best_model: object = field(repr=False)
+    trials: object = field(repr=False)
+    elapsed_seconds: float
+    time_budget: float
+    random_state: int
+
+
+def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_state=0, *,
+         metric: str = "ndcg@10", validation_fraction: float = 0.1,
+         search_space: dict | None = None, max_epochs: int = 200, n_iter_no_change: int = 3,
+         verbose: bool = False) -> TuneResult:
+    """Search WARPFactorizer hyperparameters within a wall-time budget.
+
+    The positives of X are split once into training and validation positives
+    (:func:`warprec._validation.holdout`: a seeded ``validation_fraction`` of every
+    user's positives, never a user's last one), shared by every trial. A trial trains
+    ``WARPFactorizer(**config, early_stopping=True, validation_metric=metric, ...)`` on
+    the training positives, scoring the validation positives after every epoch, and is
+    worth the best epoch's score; its epoch count is that epoch.
+
+    The search is successive halving in repeated brackets (Hyperband-style with one
+    bracket shape). The first trial is always the estimator's defaults (read from
+    ``WARPFactorizer().get_params()``), so the result is never worse on validation than
+    them. A bracket trains up to ``REDUCTION_FACTOR ** (n_rungs - 1)`` configurations
+    (with ``n_rungs`` the number of caps ``FIRST_RUNG_EPOCHS * REDUCTION_FACTOR ** k``
+    below ``max_epochs``, plus ``max_epochs``: 4 and 27 configurations with the
+    defaults) for at most ``FIRST_RUNG_EPOCHS`` epochs each (rung 0), then continues
+    the best ``1 / REDUCTION_FACTOR`` of them (with ``partial_fit``, from their best
+    epoch) to ``REDUCTION_FACTOR`` times as many epochs (rung 1), and so on up to
+    ``max_epochs``; a trial that early stopping ended is not continued but still
+    competes. Then the next bracket starts with new configurations. Configurations are drawn from
+    ``search_space`` by a numpy Generator seeded by ``random_state`` (a configuration
+    is never drawn twice).
+
+    The budget counts wall time from the call's start, including the final refit on
+    all of X. No work is launched unless its estimated time (from the measured
+    seconds per epoch of the trials so far, validation included, scaled by the ratio
+    of ``n_components``) fits the remaining budget minus a reserve for the refit: the
+    best trial's training seconds per epoch (validation excluded) times its epochs,
+    divided by ``1 - validation_fraction``, times 1.2, plus the measured setup time of
+    a fit. A bracket's first ``REDUCTION_FACTOR`` configurations need only their
+    first rung to fit, further ones the bracket's projected later rungs too. A trial
+    running past the point where the reserve starts is stopped after its current
+    epoch (keeping its best epoch). The call can therefore overrun the budget by about
+    one epoch plus the error of the refit estimate.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix, dense 2-D array, warprec.data.Interactions or DataFrame
+        Positives, in any form :meth:`warprec.WARPFactorizer.fit` takes (a DataFrame
+        needs ``user_id`` and ``item_id`` columns; every row is a positive).
+    time_budget : float, default 120.0
+        Seconds of wall time for the whole call (> 0).
+    n_threads : int or None, default None
+        Threads of every trial and of the refit; None uses all of Numba's threads.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the validation split, the configuration draws and every trial's model.
+        A Generator or None is turned into an integer seed once
+        (``TuneResult.random_state``). With one thread the same seed and data give the
+        same sequence of configurations and the same scores; when the budget ends the
+        search depends on the machine's speed.
+    metric : str, default "ndcg@10"
+        Validation metric ``"<name>@<k>"`` (see ``WARPFactorizer``'s
+        ``validation_metric``); higher is better.
+    validation_fraction : float in (0, 1), default 0.1
+        Share of each user's positives held out for validation.
+    search_space : dict, optional
+        Parameter name -> list of choices, or ``("log-uniform", low, high)`` with
+        ``0 < low < high``. Replaces :data:`SEARCH_SPACE` (parameters left out keep
+        the estimator's defaults). Any WARPFactorizer parameter except those tune sets
+        itself (epochs, early_stopping, validation_fraction, n_iter_no_change,
+        validation_metric, n_threads, random_state, verbose).
+    max_epochs : int, default 200
+        Epoch cap of the last rung.
+    n_iter_no_change : int, default 3
+        Early stopping's patience in every trial.
+    verbose : bool, default False
+        Show a tqdm progress bar over the budget's seconds with the best score so far.
+
+    Returns
+    -------
+    TuneResult
+        ``best_params``, ``best_score``, ``best_model`` (refit on all of X),
+        ``trials`` (a DataFrame, one row per trial evaluation), ``elapsed_seconds``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad arguments (the message says which and how to fix it), an invalid choice in
+        the search space, or data too small to validate on (no user with 2 positives).
+    DivergenceError
+        Every trial diverged, or the final refit did.
+
+    Warns
+    -----
+    WarprecWarning
+        The budget was too small for a search: only the defaults trial ran (it always
+        runs, at least one epoch, and so does the refit, even past the budget).
+
+    Notes
+    -----
+    Each trial keeps its own copy of the training matrix and of the factors and
+    Adagrad state; a bracket keeps the models of at most ``REDUCTION_FACTOR **
+    (n_rungs - 2)`` of them (9 with the defaults) for continuing, and refits a promoted
+    trial from scratch if its model was dropped. The refit trains on
+    ``1 / (1 - validation_fraction)`` times as many positives for the same number of
+    epochs, with ``alpha="auto"`` resolved on all of X.
+    """
+    start = time.perf_counter()
+    from .model import WARPFactorizer
+
+    budget = _check_budget(time_budget)
+    if n_threads is not None:
+        check_positive_int(n_threads, "n_threads")
+    seed = _resolve_seed(random_state)
+    try:
+        _validation.parse_metric(metric)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("validation_metric", "metric", 1)) from None
+    fraction = _check_fraction(validation_fraction)
+    max_epochs = check_positive_int(max_epochs, "max_epochs")
+    patience = check_positive_int(n_iter_no_change, "n_iter_no_change")
+    if not isinstance(verbose, (bool, np.bool_)):
+        raise TypeError(f"verbose must be True or False (got {verbose!r}).")
+
+    matrix, user_ids, item_ids = WARPFactorizer()._fit_input(X, True)
+    space = _check_space(SEARCH_SPACE if search_space is None else search_space,
+                         matrix.shape[1])
+    held = _validation.holdout(matrix, fraction, [seed, 1])
+    if not held.any():
+        raise ValueError(f"X is too small to tune on: with validation_fraction={fraction} no "
+                         f"user has a validation positive (a user needs at least 2 "
+                         f"positives, and about 1 / validation_fraction for one held out). "
+                         f"Raise validation_fraction or tune on more data.")
+    search = _Search(
+        train=_validation.select(matrix, ~held), valid=_validation.select(matrix, held),
+        space=space, seed=seed, metric=metric, fraction=fraction, max_epochs=max_epochs,
+        patience=patience, n_threads=n_threads, start=start, budget=budget,
+        progress=_progress(budget, verbose))
+    try:
+        search.run()
+        best = search.best()
+        if best is None:
+            raise DivergenceError("Every trial diverged (see TuneResult.trials); narrow the "
+                                  "search space to lower learning rates.", 0)
+        best_params = dict(best.params, epochs=int(best.epochs))
+        model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
+        search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
+        if user_ids is not None:
+            from .data import Interactions
+            full = Interactions(matrix, user_ids, item_ids)
+        else:
+            full = matrix
+        model.fit(full)
+        elapsed = time.perf_counter() - start
+        search.progress.update_to(elapsed)
+    finally:
+        search.progress.close()
+    trials = search.frame()
+    log.info("tune: %d trial evaluations, best %s %.4f, %.2f s", len(trials), metric,
+             best.score, elapsed)
+    if search.only_defaults:
+        warnings.warn(
+            f"time_budget={budget:g} s was too small for a search: only the default "
+            f"parameters were trained ({best.epochs} epochs in "
+            f"{search.trials[0].seconds:.2f} s) and refit, in {elapsed:.2f} s. A search "
+            f"needs at least about {_suggested_budget(search, elapsed):.3g} s here.",
+            WarprecWarning, stacklevel=2)
+    return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
+                      best_model=model, trials=trials, elapsed_seconds=elapsed,
+                      time_budget=budget, random_state=seed)
+
+
+# ---------------------------------------------------------------------- the search
+class _Trial:
+    """One configuration and its training state."""
+
+    def __init__(self, index, bracket, params):
+        self.index = index
+        self.bracket = bracket
+        self.params = params
+        self.model = None
+        self.score = math.nan        # best validation score so far
+        self.epochs = 0              # the epoch count of that score
+        self.epochs_done = 0         # epochs of the model's (restored) parameters
+        self.seconds_per_epoch = None        # wall time per epoch, validation included
+        self.train_seconds_per_epoch = None  # training kernel time per epoch
+        self.seconds = 0.0           # wall time of all its evaluations
+        self.done = False            # stopped early, diverged or at max_epochs
+
+    def rank_key(self):
+        return (-self.score if math.isfinite(self.score) else math.inf, self.index)
+
+
+class _Search:
+    """State of one :func:`tune` call's successive halving."""
+
+    def __init__(self, *, train, valid, space, seed, metric, fraction, max_epochs, patience,
+                 n_threads, start, budget, progress):
+        from .model import WARPFactorizer
+
+        self.train, self.valid = train, valid
+        self.space, self.seed, self.metric = space, seed, metric
+        self.fraction, self.patience, self.n_threads = fraction, patience, n_threads
+        self.start, self.deadline, self.progress = start, start + budget, progress
+        self.rungs = _rungs(max_epochs)
+        self.per_bracket = REDUCTION_FACTOR ** (len(self.rungs) - 1)
+        self.keep_models = max(1, math.ceil(self.per_bracket / REDUCTION_FACTOR))
+        self.rng = np.random.default_rng([seed, 0])
+        defaults = WARPFactorizer().get_params()
+        self.defaults = {name: defaults[name] for name in space}
+        self.seen = {_key(self.defaults)}
+        self.sampled_from_space = 1 if _in_space(self.defaults, space) else 0
+        self.pending = None
+        self.exhausted = False
+        self.trials = []
+        self.rows = []
+        self.setups = []             # per-call seconds before the first epoch
+        self.best_trial = None
+        self.only_defaults = False
+        self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
+
+    # ---- timing
+    def now(self):
+        return time.perf_counter()
+
+    def refit_seconds(self, trial):
+        """Estimated seconds of the final refit if ``trial`` is the best."""
+        if trial is None or trial.train_seconds_per_epoch is None:
+            return 0.0
+        return self.refit_estimate(trial.train_seconds_per_epoch, trial.epochs)
+
+    def refit_estimate(self, train_seconds_per_epoch, epochs):
+        """Seconds of a refit on all of X for ``epochs`` epochs: a call's setup plus the
+        measured training seconds per epoch (validation excluded, the refit has none)
+        scaled to all the positives, with a margin."""
+        return self.setup() + _REFIT_MARGIN * train_seconds_per_epoch * epochs \
+            / (1.0 - self.fraction)
+
+    def setup(self):
+        return float(np.median(self.setups)) if self.setups else 0.0
+
+    def available(self, extra_reserve=0.0):
+        """Seconds left for trials: budget left minus the refit reserve."""
+        reserve = max(self.refit_seconds(self.best_trial), extra_reserve)
+        return self.deadline - self.now() - reserve
+
+    def epoch_seconds(self, params):
+        """Estimated seconds per epoch of a configuration not run yet: the median over
+        the trials so far, scaled by the ratio of embedding dimensions."""
+        d = _dimension(params, self.defaults)
+        measured = [t.seconds_per_epoch * d / _dimension(t.params, self.defaults)
+                    for t in self.trials if t.seconds_per_epoch is not None]
+        return float(np.median(measured)) if measured else 0.0
+
+    # ---- the halving
+    def run(self):
+        bracket = 0
+        while True:
+            members = []
+            if bracket == 0:
+                defaults = self.new_trial(self.defaults, bracket)
+                self.evaluate(defaults, 0)
+                members.append(defaults)
+            launched = self.fill_first_rung(members, bracket)
+            if bracket == 0 and not launched and not self.exhausted:
+                self.only_defaults = True
+            self.halve(members)
+            for trial in members:
+                trial.model = None
+            if self.out_of_time or self.exhausted or not launched:
+                return
+            bracket += 1
+
+    def fill_first_rung(self, members, bracket):
+        """Launch new configurations at rung 0 while the bracket's projected cost fits;
+        returns how many were launched."""
+        launched = 0
+        while len(members) < self.per_bracket:
+            if self.pending is None:
+                self.pending = self.sample()
+                if self.pending is None:
+                    self.exhausted = True
+                    break
+            per_epoch = self.epoch_seconds(self.pending)
+            first = self.setup() + per_epoch * self.rungs[0]
+            projected = first + self.later_rungs_seconds(len(members) + 1, per_epoch)
+            # a bracket always gets REDUCTION_FACTOR configurations if their first rung
+            # fits; more only if the bracket's later rungs are projected to fit too
+            needed = projected if len(members) >= REDUCTION_FACTOR else first
+            if self.available() < needed:
+                break
+            trial = self.new_trial(self.pending, bracket)
+            self.pending = None
+            self.evaluate(trial, 0)
+            members.append(trial)
+            launched += 1
+            self.drop_models(members)
+            if self.out_of_time:
+                break
+        return launched
+
+    def later_rungs_seconds(self, n, per_epoch):
+        total = 0.0
+        for k in range(1, len(self.rungs)):
+            kept = math.ceil(n / REDUCTION_FACTOR ** k)
+            total += kept * (self.setup() + per_epoch * (self.rungs[k] - self.rungs[k - 1]))
+        return total
+
+    def halve(self, members):
+        """Rungs 1, 2, ... of a bracket; ``members`` ends as the last rung's trials."""
+        for k in range(1, len(self.rungs)):
+            if not members or self.out_of_time:
+                return
+            members.sort(key=_Trial.rank_key)
+            promoted = members[:math.ceil(len(members) / REDUCTION_FACTOR)]
+            for trial in members[len(promoted):]:
+                trial.model = None
+            members[:] = promoted
+            for trial in promoted:
+                if trial.done or self.out_of_time:
+                    continue
+                more = self.rungs[k] - (trial.epochs_done if trial.model is not None else 0)
+                if self.available() < self.setup() + trial.seconds_per_epoch * more:
+                    self.out_of_time = True
+                    continue
+                self.evaluate(trial, k)
+            if all(t.done for t in members):
+                return
+
+    def drop_models(self, members):
+        ranked = sorted(members, key=_Trial.rank_key)
+        for trial in ranked[self.keep_models:]:
+            trial.model = None
+
+    def new_trial(self, params, bracket):
+        trial = _Trial(len(self.trials), bracket, params)
+        self.trials.append(trial)
+        return trial
+
+    def sample(self):
+        """A configuration not drawn before, or None when a discrete space is used up."""
+        size = _space_size(self.space)
+        for _ in range(1000):
+            if size is not None and self.sampled_from_space >= size:
+                return None
+            params = {name: _draw(spec, self.rng) for name, spec in self.space.items()}
+            key = _key(params)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.sampled_from_space += 1
+                return params
+        return None
+
+    def evaluate(self, trial, rung):
+        """Train ``trial`` up to rung ``rung``'s epoch cap (continuing its model if
+        there is one) and record a row."""
+        from .model import WARPFactorizer
+
+        cap = self.rungs[rung]
+        tic = self.now()
+        marks = [tic]
+        train_seconds = []
+        cut = []
+
+        def callback(model, info):
+            now = self.now()
+            marks.append(now)
+            train_seconds.append(info["seconds"])
+            self.progress.update_to(now - self.start)
+            scores = model.validation_scores_
+            best_at = int(np.argmax(scores)) + 1
+            running = self.refit_estimate(float(np.median(train_seconds)),
+                                          model.epochs_done_ - len(scores) + best_at)
+            if self.available(running) < 0:
+                cut.append(True)
+                self.out_of_time = True
+                return False
+            return True
+
+        continuing = trial.model is not None
+        status = None
+        try:
+            if continuing:
+                model = trial.model
+                model.set_params(epochs=cap - trial.epochs_done)
+                model.partial_fit(self.train, validation_data=self.valid, callback=callback)
+            else:
+                model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=True,
+                                       n_iter_no_change=self.patience,
+                                       validation_metric=self.metric, n_threads=self.n_threads,
+                                       random_state=self.seed)
+                model.fit(self.train, validation_data=self.valid, callback=callback)
+        except DivergenceError as exc:
+            log.debug("trial %d diverged: %s", trial.index, exc)
+            status = "diverged"
+        seconds = self.now() - tic
+        trial.seconds += seconds
+        if len(marks) > 1:
+            self.setups.append(max(marks[1] - marks[0] - _per_epoch(marks), 0.0))
+            trial.seconds_per_epoch = _per_epoch(marks)
+            trial.train_seconds_per_epoch = float(np.median(train_seconds))
+        elif trial.seconds_per_epoch is None:
+            trial.seconds_per_epoch = trial.train_seconds_per_epoch = seconds
+        epochs_run = len(marks) - 1
+        if status == "diverged":
+            trial.done = True
+            trial.model = None
+        else:
+            scores = model.validation_scores_
+            best_at = int(np.argmax(scores)) + 1
+            improved = not math.isfinite(trial.score) or scores[best_at - 1] > trial.score
+            if improved:
+                trial.score = float(scores[best_at - 1])
+                trial.epochs = int(model.best_epoch_)
+            trial.epochs_done = int(model.epochs_done_)
+            trial.model = model
+            stopped = len(scores) - best_at >= self.patience or not improved
+            if cut:
+                status = "out-of-time"
+            elif stopped:
+                status = "stopped"
+                trial.done = True
+            else:
+                status = "capped"
+                trial.done = cap >= self.rungs[-1]
+            if trial.done:
+                trial.model = None
+        if math.isfinite(trial.score) and (
+                self.best_trial is None or _Trial.rank_key(trial) < self.best_trial.rank_key()):
+            self.best_trial = trial
+        self.rows.append(dict(trial=trial.index, bracket=trial.bracket, rung=rung,
+                              **trial.params, max_epochs=cap, epochs_run=epochs_run,
+                              epochs=trial.epochs, score=trial.score, metric=self.metric,
+                              seconds=seconds, status=status))
+        self.progress.update_to(self.now() - self.start)
+        if self.best_trial is not None:
+            self.progress.set_postfix_str(f"best {self.metric} {self.best_trial.score:.4f}, "
+                                          f"{len(self.trials)} configs")
+        log.debug("trial %d rung %d: %s", trial.index, rung, self.rows[-1])
+
+    def best(self):
+        return self.best_trial
+
+    def frame(self):
+        import pandas as pd
+
+        columns = ["trial", "bracket", "rung", *self.space, "max_epochs", "epochs_run",
+                   "epochs", "score", "metric", "seconds", "status"]
+        return pd.DataFrame(self.rows, columns=columns)
+
+
+# ---------------------------------------------------------------------- helpers
+def _rungs(max_epochs):
+    """Epoch caps of the rungs: FIRST_RUNG_EPOCHS * eta^k below max_epochs, then it."""
+    rungs = []
+    cap = FIRST_RUNG_EPOCHS
+    while cap < max_epochs:
+        rungs.append(cap)
+        cap *= REDUCTION_FACTOR
+    rungs.append(max_epochs)
+    return rungs
+
+
+def _per_epoch(marks):
+    """Seconds per epoch from the callback times: the median interval after the first
+    (which also holds the call's setup), or the first when it is the only one."""
+    steps = np.diff(marks)
+    if steps.size == 0:
+        return 0.0
+    return float(np.median(steps[1:])) if steps.size > 1 else float(steps[0])
+
+
+def _dimension(params, defaults):
+    return float(params.get("n_components", defaults.get("n_components", 64)) or 64)
+
+
+def _key(params):
+    return tuple((name, repr(value)) for name, value in sorted(params.items()))
+
+
+def _draw(spec, rng):
+    if spec[0] == _LOG_UNIFORM:
+        low, high = spec[1], spec[2]
+        value = math.exp(rng.uniform(math.log(low), math.log(high)))
+        return min(max(float(f"{value:.4g}"), low), high)
+    choices = spec[1]
+    return choices[int(rng.integers(len(choices)))]
+
+
+def _space_size(space):
+    """Number of distinct configurations of an all-choices space, else None."""
+    size = 1
+    for spec in space.values():
+        if spec[0] == _LOG_UNIFORM:
+            return None
+        size *= len({repr(c) for c in spec[1]})
+    return size
+
+
+def _in_space(params, space):
+    return _space_size(space) is not None and all(
+        repr(params[name]) in {repr(c) for c in spec[1]} for name, spec in space.items())
+
+
+def _check_budget(time_budget):
+    if isinstance(time_budget, (bool, np.bool_)) or not isinstance(time_budget, numbers.Real):
+        raise TypeError(f"time_budget must be a number of seconds > 0 (got {time_budget!r}).")
+    if not math.isfinite(time_budget) or time_budget <= 0:
+        raise ValueError(f"time_budget must be a finite number of seconds > 0 "
+                         f"(got {time_budget!r}).")
+    return float(time_budget)
+
+
+def _check_fraction(fraction):
+    if isinstance(fraction, (bool, np.bool_)) or not isinstance(fraction, numbers.Real) \
+            or not 0 < fraction < 1:
+        raise ValueError(f"validation_fraction must be a number in (0, 1), e.g. 0.1 "
+                         f"(got {fraction!r}).")
+    return float(fraction)
+
+
+def _resolve_seed(random_state):
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % 2**32)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**32))
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state,
+                                                                    numbers.Integral):
+        raise TypeError(f"random_state must be None, a non-negative integer or a "
+                        f"numpy.random.Generator (got {random_state!r}).")
+    if random_state < 0:
+        raise ValueError(f"random_state must be a non-negative integer (got {random_state}).")
+    return int(random_state)
+
+
+def _check_space(space, n_items):
+    """The search space as name -> ("choice", list) or ("log-uniform", low, high),
+    every value checked against WARPFactorizer's parameter validation."""
+    from collections.abc import Mapping
+
+    from .model import WARPFactorizer
+    from .weights import resolve_rank_weighting
+
+    if not isinstance(space, Mapping):
+        raise TypeError(f"search_space must be a dict of parameter name -> list of choices "
+                        f"or ('log-uniform', low, high); got {type(space).__name__}.")
+    if not space:
+        raise ValueError("search_space is empty: name at least one parameter to search "
+                         "(e.g. warprec.tuning.SEARCH_SPACE).")
+    names = [n for n in WARPFactorizer._param_names() if n not in _CONTROLLED]
+    out = {}
+    for name, spec in space.items():
+        if name in _CONTROLLED:
+            raise ValueError(f"search_space cannot set {name!r}: {_CONTROLLED[name]}.")
+        if name not in names:
+            raise ValueError(f"search_space has an unknown parameter {name!r}; searchable "
+                             f"WARPFactorizer parameters are {names}.")
+        if isinstance(spec, (tuple, list)) and spec and isinstance(spec[0], str) \
+                and spec[0].replace("_", "-").lower().endswith("uniform"):
+            if spec[0] != _LOG_UNIFORM or len(spec) != 3 or not all(
+                    isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+                    for v in spec[1:]) or not 0 < spec[1] < spec[2] < math.inf:
+                raise ValueError(f"search_space[{name!r}] = {spec!r}: a distribution must be "
+                                 f"('log-uniform', low, high) with 0 < low < high; give a "
+                                 f"list of choices otherwise.")
+            values = [float(spec[1]), float(spec[2])]
+            out[name] = (_LOG_UNIFORM, values[0], values[1])
+        elif isinstance(spec, (list, tuple, np.ndarray)) and not isinstance(spec, str):
+            values = [v.item() if isinstance(v, np.generic) else v for v in spec]
+            if not values:
+                raise ValueError(f"search_space[{name!r}] is an empty list; give at least "
+                                 f"one choice.")
+            out[name] = ("choice", values)
+        else:
+            raise TypeError(f"search_space[{name!r}] must be a list of choices or "
+                            f"('log-uniform', low, high); got {spec!r}.")
+        for value in values:
+            try:
+                model = WARPFactorizer(**{name: value})
+                model._check_params()
+                if name == "rank_weighting":
+                    resolve_rank_weighting(value, n_items, k=model.k,
+                                           top_fraction=model.top_fraction)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"search_space[{name!r}] holds an invalid value {value!r}: "
+                                f"{exc}") from None
+    return out
+
+
+def _suggested_budget(search, elapsed):
+    """This call's time plus two first-rung trials and their share of later rungs, at
+    the defaults trial's speed."""
+    per_epoch = search.trials[0].seconds_per_epoch or 0.0
+    first = search.setup() + per_epoch * search.rungs[0]
+    return elapsed + 2 * first + search.later_rungs_seconds(2, per_epoch)
+
+
+class _NoProgress:
+    def update_to(self, seconds):
+        pass
+
+    def set_postfix_str(self, text):
+        pass
+
+    def close(self):
+        pass
+
+
+class _Progress:
+    """A tqdm bar over the budget's seconds."""
+
+    def __init__(self, budget):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=round(budget, 1), desc="warprec tune", unit="s",
+                        bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s{postfix}")
+        self.shown = 0.0
+
+    def update_to(self, seconds):
+        seconds = round(min(seconds, self.bar.total), 1)
+        if seconds > self.shown:
+            self.bar.update(seconds - self.shown)
+            self.shown = seconds
+
+    def set_postfix_str(self, text):
+        self.bar.set_postfix_str(text, refresh=False)
+
+    def close(self):
+        self.bar.close()
+
+
+def _progress(budget, verbose):
+    return _Progress(budget) if verbose else _NoProgress()

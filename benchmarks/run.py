@@ -48,17 +48,21 @@ QUICK = dict(repeats=1, ml100k_epoch_cap=3, ml100k_every=2,
 
 
 # ---------------------------------------------------------------------- configurations
-def warprec_defaults():
+def warprec_defaults(train=None):
+    """WARPFactorizer's defaults; an automatic learning rate is resolved for ``train``
+    (a fit of zero epochs), so that LightFM can be given the same number."""
     from warprec import WARPFactorizer
     p = WARPFactorizer().get_params()
-    return dict(learning_rate=p["learning_rate"], max_sampled=p["max_sampled"],
-                epochs=p["epochs"])
+    rate = p["learning_rate"]
+    if isinstance(rate, str) and train is not None:
+        rate = WARPFactorizer(epochs=0, n_threads=1).fit(train).learning_rate_
+    return dict(learning_rate=rate, max_sampled=p["max_sampled"], epochs=p["epochs"])
 
 
-def ml100k_configs(cap):
+def ml100k_configs(cap, train):
     from warprec.model import TUNED_PARAMS
 
-    d = warprec_defaults()
+    d = warprec_defaults(train)
     tuned = dict(TUNED_PARAMS)
     ref = dict(learning_rate=0.02, max_sampled=10, epochs=60)
     same = lambda p: dict(learning_rate=p["learning_rate"], max_sampled=p["max_sampled"],  # noqa: E731
@@ -87,10 +91,10 @@ def ml100k_configs(cap):
     return _cap(configs, cap), pairs
 
 
-def synthetic_configs(epochs, bpr_epochs):
+def synthetic_configs(epochs, bpr_epochs, train):
     from warprec.model import TUNED_PARAMS
 
-    d = dict(warprec_defaults(), epochs=epochs)
+    d = dict(warprec_defaults(train), epochs=epochs)
     tuned = dict(TUNED_PARAMS, epochs=epochs)
     configs = [
         ("warprec", "warprec defaults", dict(epochs=epochs)),
@@ -291,7 +295,7 @@ def main(argv=None):
         if ds is None:
             results["ml100k"] = dict(status=f"skipped: split not found at {_data.ML100K_SPLIT}")
         else:
-            configs, pairs = ml100k_configs(size["ml100k_epoch_cap"])
+            configs, pairs = ml100k_configs(size["ml100k_epoch_cap"], ds.train)
             sec = run_training(ds, configs, pairs, threads=threads, repeats=size["repeats"],
                                every=size["ml100k_every"], log=log)
             sec["notes"] = ml100k_notes(sec)
@@ -300,7 +304,8 @@ def main(argv=None):
     if "synthetic" in sections:
         log("== synthetic")
         ds = get_synthetic()
-        configs, pairs = synthetic_configs(size["synthetic_epochs"], size["synthetic_bpr_epochs"])
+        configs, pairs = synthetic_configs(size["synthetic_epochs"],
+                                           size["synthetic_bpr_epochs"], ds.train)
         sec = run_training(ds, configs, pairs, threads=threads,
                            repeats=size["synthetic_repeats"], every=size["synthetic_every"],
                            log=log)

@@ -149,7 +149,7 @@ def test_default_settings_are_stable(case, loss, n_threads):
     params = dict(loss="warp", rank_estimator="exact") if loss == "exact" else dict(loss=loss)
     model = WARPFactorizer(n_threads=n_threads, **params)  # default everything else
     model.fit(X, sample_weight=weights)  # no DivergenceError
-    assert model.epochs_done_ == 30 and model._parameters_usable()
+    assert model.epochs_done_ == model.epochs and model._parameters_usable()
     scores = model.predict(np.repeat(np.arange(X.shape[0]), X.shape[1]),
                            np.tile(np.arange(X.shape[1]), X.shape[0]))
     assert np.isfinite(scores).all()

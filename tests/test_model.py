@@ -309,11 +309,11 @@ def test_refit_on_new_ids_replaces_the_id_maps():
 
 
 def test_auto_alpha_follows_the_learning_rate_and_the_positives_per_item():
-    from warprec.model import AUTO_ALPHA
+    from warprec.model import AUTO_ALPHA, AUTO_ALPHA_MAX
     X = make_interactions(60, 40, 600, random_state=0)
     model = WARPFactorizer(n_components=4, epochs=1, learning_rate=0.04).fit(X)
     assert model.alpha == "auto"
-    assert model.alpha_ == pytest.approx(AUTO_ALPHA * 0.04 * 40 / 600)
+    assert model.alpha_ == pytest.approx(min(AUTO_ALPHA * 0.04 * 40 / 600, AUTO_ALPHA_MAX))
     kept = model.alpha_
     fewer = X.tolil()
     fewer[:30] = 0
@@ -321,7 +321,7 @@ def test_auto_alpha_follows_the_learning_rate_and_the_positives_per_item():
     assert model.alpha_ == kept
     assert WARPFactorizer(n_components=4, epochs=1, alpha=0.02).fit(X).alpha_ == 0.02
     fast = WARPFactorizer(n_components=4, epochs=1, learning_rate=0.5).fit(X)
-    assert fast.alpha_ == pytest.approx(AUTO_ALPHA * 0.05 * 40 / 600)  # capped rate
+    assert fast.alpha_ == pytest.approx(min(AUTO_ALPHA * 0.05 * 40 / 600, AUTO_ALPHA_MAX))
     with pytest.raises(ValueError, match="'auto'"):
         WARPFactorizer(alpha="strong").fit(X)
 
@@ -332,3 +332,23 @@ def test_auto_alpha_survives_save_and_load(tmp_path):
     model.save(tmp_path / "m.npz")
     loaded = WARPFactorizer.load(tmp_path / "m.npz")
     assert loaded.alpha == "auto" and loaded.alpha_ == model.alpha_
+
+
+def test_auto_learning_rate_follows_the_positives_per_user():
+    from warprec.model import AUTO_LR, AUTO_LR_MAX, AUTO_LR_MIN
+    X = make_interactions(60, 40, 600, random_state=0)  # 10 positives per user
+    model = WARPFactorizer(n_components=4, epochs=1).fit(X)
+    assert model.learning_rate == "auto"
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / np.sqrt(10))
+    model.partial_fit(X)
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / np.sqrt(10))
+    one = sp.csr_matrix(np.eye(30, dtype=np.float32))  # 1 positive per user and per item
+    single = WARPFactorizer(n_components=4, epochs=1).fit(one)
+    assert single.learning_rate_ == AUTO_LR_MAX
+    assert single.alpha_ == pytest.approx(0.03)  # AUTO_ALPHA * 0.05 * 1 capped at 0.03
+    dense = sp.csr_matrix(np.ones((3, 2000), dtype=np.float32))
+    assert WARPFactorizer(n_components=4, epochs=1).fit(dense).learning_rate_ == AUTO_LR_MIN
+    assert WARPFactorizer(n_components=4, epochs=1, learning_rate=0.07).fit(
+        X).learning_rate_ == 0.07
+    with pytest.raises(ValueError, match="learning_rate must be a number > 0 or 'auto'"):
+        WARPFactorizer(learning_rate="fast").fit(X)

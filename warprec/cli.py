@@ -37,11 +37,14 @@ class _Parser(argparse.ArgumentParser):
 def _model_args(parser):
     g = parser.add_argument_group("model")
     g.add_argument("--factors", type=int, default=64, help="embedding dimension (default 64)")
-    g.add_argument("--epochs", type=int, default=None, help="training epochs (default 30)")
-    g.add_argument("--learning-rate", type=float, default=None, help="step size (default 0.05)")
+    g.add_argument("--epochs", type=int, default=None,
+                   help="training epochs (default 60; the maximum with --early-stopping)")
+    g.add_argument("--learning-rate", type=float, default=None,
+                   help="step size (default: automatic, from the positives per user)")
     g.add_argument("--alpha", type=float, default=None,
                    help="weight decay (default: automatic, see WARPFactorizer)")
-    g.add_argument("--max-sampled", type=int, default=None, help="negative draws per positive")
+    g.add_argument("--max-sampled", type=int, default=None,
+                   help="negative draws per positive (default 100)")
     g.add_argument("--loss", choices=["warp", "warp-kos", "bpr"], default="warp")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")

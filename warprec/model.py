@@ -49,25 +49,29 @@ _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_gra
 _ESTIMATORS = ("sampled", "exact")
 _ORDERS = ("auto", "positives", "users")
 
-#: The documented configuration for the ML-100K benchmark split (d=64, 2 threads): a
-#: lower rate (whose automatic decay is lighter: 0.009 on the split), 30 negative draws
-#: per positive (a sharper rank estimate) and 40 epochs. NDCG@10 0.305-0.310 there over
-#: four seeded 2-thread runs (tests/test_quality.py); LightFM 1.17's best on the same split
-#: is 0.300. A fixed alpha of 0.01 did as well on the split (0.305-0.307) but
-#: over-regularised 4M synthetic positives (0.1025 against 0.1075 with "auto").
-TUNED_PARAMS = dict(learning_rate=0.03, alpha="auto", max_sampled=30, epochs=40)
+#: A configuration tuned on the ML-100K benchmark split alone (d = 64), kept for
+#: ``warprec fit --tuned`` and the speed benchmark's "tuned" pair: the values that 0.1's
+#: automatic decay gave there (alpha 0.009 at this rate). It is not a default for other
+#: data; :func:`warprec.tune` finds one for yours.
+TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.009, max_sampled=30, epochs=40)
 
-#: ``alpha="auto"`` resolves to
-#: ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) * n_items / n_positives``.
-#: The decay is applied on every update of a row, so its strength per epoch grows with
-#: the number of updates an item row gets (positives per item); the rule keeps it the
-#: same across data sizes. Calibrated on the ML-100K split (best alpha 0.015 at lr 0.05,
-#: 0.01 at 0.03, 0.007 at 0.02, <= 0.015 at 0.1; this rule gives 0.015, 0.009, 0.006,
-#: 0.015; without the cap, learning rates of 0.1-0.5 got 2-10x too much decay) and the
-#: synthetic 4M-positive benchmark set (best 0.0015-0.005 at lr 0.05, where 0.015 loses
-#: 7% of NDCG@10; the rule gives 0.0047).
-AUTO_ALPHA = 9.5
+#: ``learning_rate="auto"`` resolves to ``AUTO_LR / sqrt(positives per user)`` clipped to
+#: ``[AUTO_LR_MIN, AUTO_LR_MAX]``. Adagrad's accumulated squared gradient of a user row
+#: grows with the updates the row receives, about one per positive of the user per epoch,
+#: so a row's movement per epoch grows like ``learning_rate * sqrt(positives per user)``;
+#: the rule keeps it the same across data sets (see docs/design.md).
+AUTO_LR = 0.15
+AUTO_LR_MIN = 0.01
+AUTO_LR_MAX = 0.1
+
+#: ``alpha="auto"`` resolves to ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) *
+#: n_items / n_positives``, at most ``AUTO_ALPHA_MAX``. The decay is applied on every
+#: update of a row, so its strength per epoch grows with the updates an item row gets
+#: (positives per item); the rule keeps it the same across data sizes, and the cap keeps
+#: catalogues of items with one or two positives from being decayed to nothing.
+AUTO_ALPHA = 3.5
 AUTO_ALPHA_LR_CAP = 0.05
+AUTO_ALPHA_MAX = 0.03
 
 
 class WARPFactorizer(FactorRecommender):
@@ -86,13 +90,21 @@ class WARPFactorizer(FactorRecommender):
     ----------
     n_components : int, default 64
         Embedding dimension d.
-    epochs : int, default 30
-        Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`).
-    learning_rate : float, default 0.05
-        Step size (Adagrad's base rate with the default schedule).
-    max_sampled : int, default 10
+    epochs : int, default 60
+        Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`);
+        the maximum with ``early_stopping``.
+    learning_rate : float or "auto", default "auto"
+        Step size (Adagrad's base rate with the default schedule). ``"auto"`` uses
+        ``AUTO_LR / sqrt(n_positives / n_users)`` of the first fit's matrix, clipped to
+        ``[AUTO_LR_MIN, AUTO_LR_MAX]`` (0.15 / sqrt(positives per user) in [0.01, 0.1]:
+        0.022 on the ML-100K split, 0.049 on amazon-book with 9 positives per user),
+        because a user row's movement per epoch under Adagrad grows with the square root
+        of its positives; the value used is ``learning_rate_``.
+    max_sampled : int, default 100
         Maximum negative draws per positive; a positive with no violator after that many
-        draws is skipped for this epoch.
+        draws is skipped for this epoch. After N draws the rank estimate is
+        ``floor((Y - 1) / N)``, so catalogues of tens of thousands of items need about
+        100 draws to tell a positive ranked 100th from one ranked 1,000th.
     rank_weighting : str or array_like, default "harmonic"
         ``tau``: ``"harmonic"`` (1/j), ``"auc"`` (1), ``"precision@k"`` (1 for j <= k, needs
         ``k``), ``"precision@1"``, ``"log"`` (LightFM's log-rank), the OWPC normalised
@@ -102,13 +114,12 @@ class WARPFactorizer(FactorRecommender):
     alpha : float or "auto", default "auto"
         Weight decay: every update multiplies the factor rows it touches by
         ``1 - learning_rate * alpha`` before the gradient step (decoupled L2
-        regularisation; biases are not decayed). 0 disables it. Without it WARP overfits
-        after a few epochs at the default learning rate (NDCG@10 on the ML-100K split
-        peaks near epoch 10 and then falls). ``"auto"`` uses
-        ``AUTO_ALPHA * min(learning_rate, 0.05) * n_items / n_positives`` of the first
-        fit's matrix (0.015 on the ML-100K split at the default learning rate, 0.0047 on
-        4M positives over 40k items), because the decay per epoch grows with the updates
-        per item row; the value used is ``alpha_``.
+        regularisation; biases are not decayed). 0 disables it. ``"auto"`` uses
+        ``AUTO_ALPHA * min(learning_rate_, 0.05) * n_items / n_positives`` of the first
+        fit's matrix, at most ``AUTO_ALPHA_MAX`` (3.5 x learning rate / positives per
+        item, at most 0.03), because the decay per epoch grows with the updates per item
+        row: catalogues with few positives per item need more of it, dense ones almost
+        none. The value used is ``alpha_``.
     n_threads : int or None, default None
         Threads for training and scoring; None uses all of Numba's threads.
     random_state : int, numpy Generator or None, default 0
@@ -200,6 +211,8 @@ class WARPFactorizer(FactorRecommender):
         Epochs trained so far (over fit and partial_fit calls).
     alpha_ : float
         The weight decay used (``alpha``, or its ``"auto"`` value).
+    learning_rate_ : float
+        The learning rate used (``learning_rate``, or its ``"auto"`` value).
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
@@ -214,7 +227,7 @@ class WARPFactorizer(FactorRecommender):
         best; the parameters are those of that epoch and ``epochs_done_`` equals it.
     """
 
-    def __init__(self, n_components=64, epochs=30, learning_rate=0.05, max_sampled=10,
+    def __init__(self, n_components=64, epochs=60, learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
@@ -349,6 +362,7 @@ class WARPFactorizer(FactorRecommender):
         self.train_matrix_ = matrix
         matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
                                                           config)
+        self.learning_rate_ = self._resolve_learning_rate(matrix, fresh)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.sample_order_ = self._resolve_sample_order()
         n_threads = config["n_threads"]
@@ -418,7 +432,7 @@ class WARPFactorizer(FactorRecommender):
                 indptr, matrix.indices, users, weights, grades, order,
                 weighting.table, weighting.top_fraction, weighting.normalize,
                 config["loss_code"], config["exact_rank"], config["max_sampled"],
-                config["kos_k"], config["kos_n"], neg_cdf, filt, float(self.learning_rate),
+                config["kos_k"], config["kos_n"], neg_cdf, filt, self.learning_rate_,
                 self.alpha_, float(self.max_norm or 0.0), config["adagrad"],
                 self.seed_, epoch, n_threads, prefetch_rows, stats, work)
             seconds = time.perf_counter() - tic
@@ -429,13 +443,15 @@ class WARPFactorizer(FactorRecommender):
                 raise DivergenceError(
                     f"Training diverged in epoch {epoch}: {what}. The parameters "
                     f"stay finite, but do not use them for recommendations. "
-                    f"Lower learning_rate (now {self.learning_rate})"
+                    f"Lower learning_rate (now {self.learning_rate}"
+                    + (f", {self.learning_rate_:.4g}" if self.learning_rate == "auto" else "")
+                    + ")"
                     + (", add alpha regularisation" if not self.alpha_ else "")
                     + (" or use learning_schedule='adagrad'" if not config["adagrad"]
                        else "")
-                    + (f"; learning_rate * alpha = {self.learning_rate * self.alpha_:.3g}"
+                    + (f"; learning_rate * alpha = {self.learning_rate_ * self.alpha_:.3g}"
                        " >= 1 makes the weight decay grow the factors: lower alpha"
-                       if self.learning_rate * self.alpha_ >= 1 else "")
+                       if self.learning_rate_ * self.alpha_ >= 1 else "")
                     + "; very large init_scale, sample weights or rank weights also "
                     "cause this.", epoch)
             info = _epoch_info(epoch, seconds, stats)
@@ -474,16 +490,27 @@ class WARPFactorizer(FactorRecommender):
         if isinstance(self.alpha, str):
             if not fresh and hasattr(self, "alpha_"):
                 return self.alpha_
-            rate = min(float(self.learning_rate), AUTO_ALPHA_LR_CAP)
-            alpha = AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1)
+            rate = min(self.learning_rate_, AUTO_ALPHA_LR_CAP)
+            alpha = min(AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1),
+                        AUTO_ALPHA_MAX)
         else:
             alpha = float(self.alpha)
-        if float(self.learning_rate) * alpha >= 1.0:
-            warnings.warn(f"learning_rate * alpha = {self.learning_rate * alpha:.3g} >= 1: "
+        if self.learning_rate_ * alpha >= 1.0:
+            warnings.warn(f"learning_rate * alpha = {self.learning_rate_ * alpha:.3g} >= 1: "
                           "every update multiplies the touched factor rows by 1 - learning_rate"
                           " * alpha <= 0, which flips their sign instead of shrinking them. "
                           "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
         return alpha
+
+    def _resolve_learning_rate(self, matrix, fresh):
+        """The learning rate to train with: ``learning_rate``, or its ``"auto"`` value
+        from the positives per user (kept from the first fit when training continues)."""
+        if not isinstance(self.learning_rate, str):
+            return float(self.learning_rate)
+        if not fresh and hasattr(self, "learning_rate_"):
+            return self.learning_rate_
+        per_user = matrix.nnz / max(matrix.shape[0], 1)
+        return float(np.clip(AUTO_LR / np.sqrt(max(per_user, 1.0)), AUTO_LR_MIN, AUTO_LR_MAX))
 
     def _epoch_order(self, matrix, epoch, out=None, indptr=None):
         """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
@@ -526,9 +553,11 @@ class WARPFactorizer(FactorRecommender):
         max_sampled = check_positive_int(self.max_sampled, "max_sampled")
         for name in ("learning_rate", "alpha", "init_scale"):
             value = getattr(self, name)
-            if name == "alpha" and isinstance(value, str):
+            if name in ("alpha", "learning_rate") and isinstance(value, str):
                 if value != "auto":
-                    raise ValueError(f"alpha must be a number >= 0 or 'auto' (got {value!r}).")
+                    bound = ">= 0" if name == "alpha" else "> 0"
+                    raise ValueError(f"{name} must be a number {bound} or 'auto' "
+                                     f"(got {value!r}).")
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
                                                                  np.integer)):
@@ -587,7 +616,8 @@ class WARPFactorizer(FactorRecommender):
                              f"(got {fraction!r}).")
         n_iter_no_change = check_positive_int(self.n_iter_no_change, "n_iter_no_change")
         _validation.parse_metric(self.validation_metric)
-        return dict(n_iter_no_change=n_iter_no_change, d=d, epochs=int(epochs), max_sampled=max_sampled,
+        return dict(n_iter_no_change=n_iter_no_change, d=d, epochs=int(epochs),
+                    max_sampled=max_sampled,
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
@@ -607,7 +637,8 @@ class WARPFactorizer(FactorRecommender):
             X = X.matrix
         matrix = as_interaction_matrix(X)
         if matrix.shape[0] == 0 or matrix.shape[1] == 0:
-            raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one item.")
+            raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one "
+                             "item.")
         if matrix.nnz == 0:
             raise ValueError("X holds no positive interaction (all entries are zero); "
                              "nothing to learn from.")
@@ -724,11 +755,14 @@ class WARPFactorizer(FactorRecommender):
             item_biases=self.item_biases_, user_grad_sq=self.user_grad_sq_,
             item_grad_sq=self.item_grad_sq_, bias_grad_sq=self.bias_grad_sq_,
             seed=np.array(self.seed_, dtype=np.uint64), epochs_done=np.array(self.epochs_done_),
-            alpha=np.array(self.alpha_),
+            alpha=np.array(self.alpha_), learning_rate=np.array(self.learning_rate_),
+            validation_scores=np.array(self.validation_scores_, dtype=np.float64),
             history=np.array(json.dumps(self.history_)),
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
             train_data=self.train_matrix_.data,
         )
+        if hasattr(self, "best_epoch_"):
+            arrays["best_epoch"] = np.array(self.best_epoch_)
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
             if ids is not None:
                 arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _encode_ids(ids)
@@ -797,6 +831,12 @@ class WARPFactorizer(FactorRecommender):
             model.epochs_done_ = int(data["epochs_done"])
             # files written before alpha="auto" existed have a numeric alpha
             model.alpha_ = float(data["alpha"]) if "alpha" in data else float(model.alpha)
+            # files written before learning_rate="auto" existed have a numeric rate
+            model.learning_rate_ = (float(data["learning_rate"]) if "learning_rate" in data
+                                    else float(model.learning_rate))
+            model.validation_scores_ = [float(v) for v in data.get("validation_scores", [])]
+            if "best_epoch" in data:
+                model.best_epoch_ = int(data["best_epoch"])
             model.sample_order_ = model._resolve_sample_order()
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]

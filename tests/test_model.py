@@ -334,30 +334,33 @@ def test_auto_alpha_survives_save_and_load(tmp_path):
     assert loaded.alpha == "auto" and loaded.alpha_ == model.alpha_
 
 
-def test_auto_learning_rate_follows_the_positives_per_user():
+def test_auto_learning_rate_follows_the_positives_per_user_and_item():
     from warprec.model import AUTO_ALPHA, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN
-    X = make_interactions(60, 20, 600, random_state=0)  # 10 per user, 30 per item
-    model = WARPFactorizer(n_components=4, epochs=1).fit(X)
-    assert model.learning_rate == "auto"
-    assert model.learning_rate_ == pytest.approx(AUTO_LR / np.sqrt(10))
-    fewer = X.tolil()
-    fewer[:30] = 0
-    model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
-    assert model.learning_rate_ == pytest.approx(AUTO_LR / np.sqrt(10))
-    sparse_items = make_interactions(60, 40, 600, random_state=0)  # 15 per item
-    assert WARPFactorizer(n_components=4, epochs=1).fit(sparse_items).learning_rate_ == \
-        pytest.approx(AUTO_LR_ITEM * np.sqrt(15))
-    # 1 positive per user and per item: the item bound 0.011 * sqrt(1) applies
-    one = sp.csr_matrix(np.eye(30, dtype=np.float32))
-    single = WARPFactorizer(n_components=4, epochs=1).fit(one)
-    assert single.learning_rate_ == pytest.approx(AUTO_LR_ITEM)
-    assert single.alpha_ == pytest.approx(min(AUTO_ALPHA * AUTO_LR_ITEM, 0.03))
-    # 1 positive per user, 150 per item: both terms exceed the upper clip
     users = np.arange(300)
+    # 5 positives per user, 250 per item: the per-user term applies
+    five = sp.csr_matrix((np.ones(1500, np.float32), (np.repeat(users, 5),
+                                                      np.tile(np.arange(5), 300))),
+                         shape=(300, 6))
+    model = WARPFactorizer(n_components=4, epochs=1).fit(five)
+    assert model.learning_rate == "auto"
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / 5)
+    fewer = five.tolil()
+    fewer[:100] = 0
+    model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / 5)
+    # 1 positive per user, 150 per item: both terms exceed the upper clip
     few = sp.csr_matrix((np.ones(300, np.float32), (users, users % 2)), shape=(300, 2))
     assert WARPFactorizer(n_components=4, epochs=1).fit(few).learning_rate_ == AUTO_LR_MAX
-    dense = sp.csr_matrix(np.ones((3, 2000), dtype=np.float32))
-    assert WARPFactorizer(n_components=4, epochs=1).fit(dense).learning_rate_ == AUTO_LR_MIN
+    # 1 positive per user and per item: the item term, then the floor
+    one = sp.csr_matrix(np.eye(30, dtype=np.float32))
+    single = WARPFactorizer(n_components=4, epochs=1).fit(one)
+    assert AUTO_LR_ITEM < AUTO_LR_MIN and single.learning_rate_ == AUTO_LR_MIN
+    assert single.alpha_ == pytest.approx(min(AUTO_ALPHA * AUTO_LR_MIN, 0.03))
+    # 10 positives per user, 4 per item: the item term
+    X = make_interactions(60, 150, 600, random_state=0)
+    expected = np.clip(min(AUTO_LR / 10, AUTO_LR_ITEM * 2), AUTO_LR_MIN, AUTO_LR_MAX)
+    assert WARPFactorizer(n_components=4, epochs=1).fit(X).learning_rate_ == \
+        pytest.approx(expected)
     assert WARPFactorizer(n_components=4, epochs=1, learning_rate=0.07).fit(
         X).learning_rate_ == 0.07
     with pytest.raises(ValueError, match="learning_rate must be a number > 0 or 'auto'"):

@@ -55,16 +55,17 @@ _ORDERS = ("auto", "positives", "users")
 #: data; :func:`warprec.tune` finds one for yours.
 TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.009, max_sampled=30, epochs=40)
 
-#: ``learning_rate="auto"`` resolves to ``min(AUTO_LR / sqrt(positives per user),
-#: AUTO_LR_ITEM * sqrt(positives per item))`` clipped to ``[AUTO_LR_MIN, AUTO_LR_MAX]``.
-#: Adagrad's accumulated squared gradient of a user row grows with the updates the row
-#: receives, about one per positive of the user per epoch, so a row's movement per epoch
-#: grows like ``learning_rate * sqrt(positives per user)``; the first term keeps it the
-#: same across data sets. The second bounds the rate on catalogues whose items have only a
-#: few positives each, which a fast rate overfits within a few epochs (see docs/design.md).
-AUTO_LR = 0.15
+#: ``learning_rate="auto"`` resolves to ``min(AUTO_LR / positives per user, AUTO_LR_ITEM *
+#: sqrt(positives per item))`` clipped to ``[AUTO_LR_MIN, AUTO_LR_MAX]``. Adagrad's
+#: accumulators start at 1, so in the first epochs its steps are close to plain SGD steps
+#: and a user row moves about ``learning_rate * positives per user`` per epoch: users with
+#: few positives need a faster rate to be trained in the same epochs (the first term).
+#: The second term bounds the rate on catalogues whose items have only a few positives
+#: each, which a fast rate overfits within a few epochs; the floor is the rate at which no
+#: data set of the family lost quality with more epochs (see docs/design.md).
+AUTO_LR = 0.46
 AUTO_LR_ITEM = 0.011
-AUTO_LR_MIN = 0.01
+AUTO_LR_MIN = 0.02
 AUTO_LR_MAX = 0.1
 
 #: ``alpha="auto"`` resolves to ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) *
@@ -98,13 +99,12 @@ class WARPFactorizer(FactorRecommender):
         the maximum with ``early_stopping``.
     learning_rate : float or "auto", default "auto"
         Step size (Adagrad's base rate with the default schedule). ``"auto"`` uses
-        ``min(0.15 / sqrt(positives per user), 0.011 * sqrt(positives per item))`` of the
-        first fit's matrix, clipped to [0.01, 0.1] (``AUTO_LR``, ``AUTO_LR_ITEM``,
-        ``AUTO_LR_MIN``, ``AUTO_LR_MAX``): 0.022 on the ML-100K split, 0.049 on
-        amazon-book with 9 positives per user. A user row's movement per epoch under
-        Adagrad grows with the square root of its positives, and items with only a few
-        positives each are overfitted by a fast rate. The value used is
-        ``learning_rate_``.
+        ``min(0.46 / positives per user, 0.011 * sqrt(positives per item))`` of the
+        first fit's matrix, clipped to [0.02, 0.1] (``AUTO_LR``, ``AUTO_LR_ITEM``,
+        ``AUTO_LR_MIN``, ``AUTO_LR_MAX``): 0.02 on the MovieLens sets, 0.05 on
+        amazon-book with 9 positives per user. Users with few positives get few updates
+        per epoch and need a faster rate; items with only a few positives each are
+        overfitted by a fast rate. The value used is ``learning_rate_``.
     max_sampled : int, default 100
         Maximum negative draws per positive; a positive with no violator after that many
         draws is skipped for this epoch. After N draws the rank estimate is
@@ -516,7 +516,7 @@ class WARPFactorizer(FactorRecommender):
             return self.learning_rate_
         per_user = matrix.nnz / max(matrix.shape[0], 1)
         per_item = matrix.nnz / max(matrix.shape[1], 1)
-        rate = min(AUTO_LR / np.sqrt(max(per_user, 1.0)), AUTO_LR_ITEM * np.sqrt(per_item))
+        rate = min(AUTO_LR / per_user, AUTO_LR_ITEM * np.sqrt(per_item))
         return float(np.clip(rate, AUTO_LR_MIN, AUTO_LR_MAX))
 
     def _epoch_order(self, matrix, epoch, out=None, indptr=None):

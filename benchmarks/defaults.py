@@ -1,0 +1,263 @@
+"""Do warprec's defaults carry over? Defaults against a documented grid and LightFM's grid,
+on every data set of the family (``_family.py``), with the same evaluator for all.
+
+    .venv/bin/python benchmarks/defaults.py                       # everything
+    .venv/bin/python benchmarks/defaults.py --data ml100k --part grid
+    .venv/bin/python benchmarks/defaults.py --report              # tables from saved runs
+
+Each run appends one JSON line to ``--out`` (``benchmarks/results/defaults.jsonl``):
+data set, library, configuration, seed, and the quality curve (NDCG@10, Recall@20 at
+checkpoint epochs, training seconds excluded evaluation). A grid point is a configuration
+*and* an epoch count: a run to ``--max-epochs`` with checkpoints every 5 epochs gives all
+its epoch counts at once. ``--report`` writes ``defaults.md``: for every data set the
+defaults, the best grid point, their ratio (the bar: >= 0.97) and LightFM's best grid point.
+
+Quality is measured on a fixed random sample of test users on the large sets (10,000 on
+amazon-book, 5,000 on the synthetic sets; the same for every library and configuration);
+ml100k and ml-latest-small use all of theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _family  # noqa: E402
+from _common import Scorer  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "defaults.jsonl"
+N_COMPONENTS = 64
+#: The documented warprec grid (with WARPFactorizer's other parameters at their defaults,
+#: early stopping off); every configuration runs to --max-epochs with checkpoints.
+GRID = dict(learning_rate=(0.02, 0.05), alpha=(0.0, 0.003, 0.01, 0.03), max_sampled=(30, 100))
+#: LightFM 1.17 WARP grid (Adagrad, d = 64, no regularisation).
+LIGHTFM_GRID = dict(learning_rate=(0.02, 0.05), max_sampled=(10, 100), alpha=(0.0,))
+#: LightFM on the large sets (a 60-epoch run at max_sampled 100 takes minutes there).
+LIGHTFM_SMALL_GRID = dict(learning_rate=(0.05,), max_sampled=(10, 100), alpha=(0.0,))
+#: The grid on the largest set (each point costs minutes there).
+SMALL_GRID = dict(learning_rate=(0.02, 0.05), alpha=(0.0, 0.003), max_sampled=(100,))
+#: Test users scored per checkpoint on the large sets (a fixed random sample per set).
+N_EVAL_USERS = {"amazon-book": 10_000, "synthetic-longtail": 5_000, "synthetic-dense": 5_000,
+                "synthetic-5m": 5_000}
+CHECK_EVERY = 5
+
+
+def grid_points(grid):
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
+
+
+def _record(out, **row):
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def run_warprec(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_EVERY):
+    """Fit to ``max_epochs`` (or ``params['epochs']``) with checkpoints; returns the curve
+    and, with early stopping, where it stopped."""
+    from warprec import WARPFactorizer
+
+    params = dict(params)
+    if max_epochs is not None:
+        params.setdefault("epochs", max_epochs)
+    if "early_stopping" not in WARPFactorizer().get_params():  # before early stopping existed
+        params.pop("early_stopping", None)
+    model = WARPFactorizer(n_components=N_COMPONENTS, n_threads=n_threads, random_state=seed,
+                           **params)
+    curve, clock = [], dict(eval=0.0)
+    tic = time.perf_counter()
+
+    def callback(m, info):
+        epoch = info["epoch"] + 1
+        if epoch % every == 0:
+            t = time.perf_counter()
+            curve.append(dict(epoch=epoch, seconds=t - tic - clock["eval"],
+                              **scorer(m.user_factors_, m.item_factors_, m.item_biases_)))
+            clock["eval"] += time.perf_counter() - t
+
+    model.fit(ds.train, callback=callback)
+    seconds = time.perf_counter() - tic - clock["eval"]
+    final = dict(epoch=model.epochs_done_, seconds=seconds,
+                 **scorer(model.user_factors_, model.item_factors_, model.item_biases_))
+    extra = {}
+    for name in ("best_epoch_", "alpha_", "max_sampled_"):
+        if hasattr(model, name):
+            value = getattr(model, name)
+            extra[name.rstrip("_")] = value.item() if hasattr(value, "item") else value
+    return dict(curve=curve, final=final, **extra)
+
+
+def run_tune(ds, scorer, params, *, seed, max_epochs, n_threads):
+    """``warprec.tune`` with ``params['time_budget']`` seconds; its refit model scored."""
+    from warprec import tune
+
+    tic = time.perf_counter()
+    result = tune(ds.train, time_budget=params["time_budget"], n_threads=n_threads,
+                  random_state=seed)
+    seconds = time.perf_counter() - tic
+    model = result.best_model
+    final = dict(epoch=model.epochs_done_, seconds=seconds,
+                 **scorer(model.user_factors_, model.item_factors_, model.item_biases_))
+    best = {k: (v.item() if hasattr(v, "item") else v) for k, v in result.best_params.items()}
+    return dict(curve=[], final=final, best_params=best, validation=result.best_score,
+                trials=int(result.trials["trial"].nunique()))
+
+
+def run_lightfm(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_EVERY):
+    from lightfm import LightFM
+
+    model = LightFM(no_components=N_COMPONENTS, loss="warp", learning_schedule="adagrad",
+                    learning_rate=params["learning_rate"], max_sampled=params["max_sampled"],
+                    item_alpha=params["alpha"], user_alpha=params["alpha"], random_state=seed)
+    interactions = ds.train.tocoo()
+    curve, seconds = [], 0.0
+    for epoch in range(1, max_epochs + 1):
+        tic = time.perf_counter()
+        model.fit_partial(interactions, epochs=1, num_threads=n_threads)
+        seconds += time.perf_counter() - tic
+        if epoch % every == 0:
+            curve.append(dict(epoch=epoch, seconds=seconds,
+                              **scorer(model.user_embeddings, model.item_embeddings,
+                                       model.item_biases)))
+    return dict(curve=curve, final=curve[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", action="append", choices=_family.NAMES)
+    parser.add_argument("--part", action="append",
+                        choices=("defaults", "early-stopping", "long", "grid", "small-grid",
+                                 "lightfm", "lightfm-small", "tune"))
+    parser.add_argument("--time-budget", type=float, default=120.0,
+                        help="seconds of warprec.tune per data set (part 'tune')")
+    parser.add_argument("--max-epochs", type=int, default=60)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args(argv)
+    if args.report:
+        report(args.out)
+        return
+    parts = args.part or ["defaults", "early-stopping", "long", "grid", "lightfm", "tune"]
+    for name in args.data or _family.NAMES:
+        ds = _family.load(name, n_eval_users=N_EVAL_USERS.get(name, 0))
+        if ds is None:
+            print(f"{name}: data missing, skipped", flush=True)
+            continue
+        scorer = Scorer(ds, args.threads)
+        for part in parts:
+            for seed in range(args.seeds):
+                if part in ("defaults", "early-stopping", "long"):
+                    points = [{"defaults": {}, "early-stopping": dict(early_stopping=True),
+                               "long": dict(epochs=3 * args.max_epochs // 2,
+                                            early_stopping=False)}[part]]
+                    run = run_warprec
+                elif part == "tune":
+                    points = [dict(time_budget=args.time_budget)]
+                    run = run_tune
+                elif part in ("grid", "small-grid"):
+                    grid = GRID if part == "grid" else SMALL_GRID
+                    points = [dict(p, early_stopping=False) for p in grid_points(grid)]
+                    run = run_warprec
+                else:
+                    points = grid_points(LIGHTFM_GRID if part == "lightfm"
+                                         else LIGHTFM_SMALL_GRID)
+                    run = run_lightfm
+                for params in points:
+                    try:
+                        result = run(ds, scorer, params, seed=seed, n_threads=args.threads,
+                                 max_epochs=None if part in ("defaults", "early-stopping")
+                                 else args.max_epochs)
+                    except TypeError as exc:  # an option this version does not have
+                        print(f"{name} {part} {params}: {exc}", flush=True)
+                        continue
+                    _record(args.out, data=name, part=part, params=params, seed=seed,
+                            threads=args.threads, shape=_family.shape(ds), **result)
+                    f = result["final"]
+                    print(f"{name:18s} {part:8s} {json.dumps(params):80s} "
+                          f"ep {f['epoch']:3d} ndcg@10 {f['ndcg@10']:.4f} "
+                          f"r@20 {f['recall@20']:.4f} {f['seconds']:.1f}s", flush=True)
+    report(args.out)
+
+
+def _best(rows, metric):
+    """Best (value, params, epoch, seconds) over the rows' checkpoints."""
+    best = None
+    for row in rows:
+        for point in row["curve"] + [row["final"]]:
+            if best is None or point[metric] > best[0]:
+                best = (point[metric], row["params"], point["epoch"], point["seconds"])
+    return best
+
+
+def report(out, metric="ndcg@10"):
+    if not Path(out).exists():
+        print(f"no runs in {out}")
+        return
+    rows = [json.loads(line) for line in open(out)]
+    lines = [f"# Defaults against the grid ({metric}; Recall@20 beside it)", "",
+             "| data | shape (users x items, positives, per item) | defaults | epochs run "
+             "| best warprec grid point | ratio | LightFM best grid point | defaults / LightFM "
+             "| defaults + early stopping (epochs) | defaults, 1.5x epochs (last / peak) "
+             "| warprec.tune (budget; epochs) | tuned / best grid |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in _family.NAMES:
+        mine = [r for r in rows if r["data"] == name]
+        if not mine:
+            continue
+        shape = mine[0]["shape"]
+        shape_text = (f"{shape['n_users']:,} x {shape['n_items']:,}, {shape['positives']:,}, "
+                      f"{shape['per_item']:.1f}")
+        defaults = [r for r in mine if r["part"] == "defaults"]
+        d = np.mean([r["final"][metric] for r in defaults]) if defaults else None
+        d_r = np.mean([r["final"]["recall@20"] for r in defaults]) if defaults else None
+        d_ep = ",".join(str(r["final"]["epoch"]) for r in defaults)
+        grid = _best([r for r in mine if r["part"] in ("grid", "small-grid")], metric)
+        lfm = _best([r for r in mine if r["part"].startswith("lightfm")], metric)
+        long = [r for r in mine if r["part"] == "long"]
+        stopped = [r for r in mine if r["part"] == "early-stopping"]
+        tuned = [r for r in mine if r["part"] == "tune"]
+
+        def cell(best):
+            if best is None:
+                return "-"
+            p = ", ".join(f"{k}={v}" for k, v in best[1].items() if k != "early_stopping")
+            return f"{best[0]:.4f} ({p}, {best[2]} ep, {best[3]:.0f} s)"
+
+        ratio = f"{d / grid[0]:.3f}" if d is not None and grid else "-"
+        vs_lfm = f"{d / lfm[0]:.3f}" if d is not None and lfm else "-"
+        long_cell = "-"
+        if long:
+            c = long[0]["curve"]
+            long_cell = f"{c[-1][metric]:.4f} / {max(p[metric] for p in c):.4f}"
+        dcell = f"{d:.4f} (R@20 {d_r:.4f})" if d is not None else "-"
+        es_cell = "-"
+        if stopped:
+            f = stopped[0]["final"]
+            es_cell = f"{f[metric]:.4f} ({f['epoch']})"
+        tune_cell = tune_ratio = "-"
+        if tuned:
+            f = tuned[-1]["final"]
+            tune_cell = (f"{f[metric]:.4f} ({tuned[-1]['params']['time_budget']:.0f} s; "
+                         f"{f['epoch']})")
+            tune_ratio = f"{f[metric] / grid[0]:.3f}" if grid else "-"
+        lines.append(f"| {name} | {shape_text} | {dcell} | {d_ep} | {cell(grid)} | {ratio} | "
+                     f"{cell(lfm)} | {vs_lfm} | {es_cell} | {long_cell} | {tune_cell} | "
+                     f"{tune_ratio} |")
+    text = "\n".join(lines) + "\n"
+    Path(out).with_suffix(".md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

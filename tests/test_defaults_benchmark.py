@@ -1,0 +1,64 @@
+"""The defaults benchmark's data plumbing and report (benchmarks/_family.py, defaults.py);
+the measurements themselves run only from the command line."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import _family  # noqa: E402
+import defaults  # noqa: E402
+
+
+def test_frames_share_one_index_space_and_unknown_items_are_misses():
+    train = pd.DataFrame({"user_id": [10, 10, 20, 30], "item_id": [7, 8, 8, 9]})
+    test = pd.DataFrame({"user_id": [10, 20, 20, 40], "item_id": [9, 7, 99, 8]})
+    ds = _family._from_frames("toy", train, test, {})
+    # users 10, 20, 30, 40; train items 7, 8, 9 (item 99 only in test)
+    assert ds.train.shape == ds.test.shape == (4, 3)
+    assert ds.train.toarray().tolist() == [[1, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]]
+    assert ds.test.toarray().tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 0], [0, 1, 0]]
+    assert ds.n_relevant.tolist() == [1, 2, 0, 1]
+    assert ds.info["test_only_items"] == 1
+    assert _family.shape(ds)["per_item"] == pytest.approx(4 / 3)
+
+
+def _row(data, part, params, curve, final=None):
+    curve = [dict(epoch=e, seconds=float(e), **{"ndcg@10": v, "recall@20": v})
+             for e, v in curve]
+    return dict(data=data, part=part, params=params, seed=0, threads=1,
+                shape=dict(n_users=10, n_items=20, positives=50, per_item=2.5,
+                           per_user=5.0, density=0.25),
+                curve=curve, final=final or curve[-1])
+
+
+def test_report_compares_the_defaults_with_the_best_grid_point(tmp_path):
+    rows = [
+        _row("ml100k", "defaults", {}, [(60, 0.30)]),
+        _row("ml100k", "grid", {"learning_rate": 0.02}, [(5, 0.20), (10, 0.31), (15, 0.25)]),
+        _row("ml100k", "grid", {"learning_rate": 0.05}, [(5, 0.29)]),
+        _row("ml100k", "lightfm", {"learning_rate": 0.05}, [(5, 0.24), (10, 0.25)]),
+        _row("ml100k", "early-stopping", {"early_stopping": True}, [(7, 0.28)]),
+    ]
+    out = tmp_path / "runs.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    defaults.report(out)
+    table = out.with_suffix(".md").read_text()
+    line = next(x for x in table.splitlines() if x.startswith("| ml100k"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[2].startswith("0.3000") and cells[4].startswith("0.3100 (learning_rate=0.02")
+    assert "10 ep" in cells[4]
+    assert cells[5] == f"{0.30 / 0.31:.3f}" and cells[7] == f"{0.30 / 0.25:.3f}"
+    assert cells[8] == "0.2800 (7)"
+
+
+def test_grid_points_cover_the_product():
+    points = defaults.grid_points(dict(a=(1, 2), b=(3, 4, 5)))
+    assert len(points) == 6 and {"a": 2, "b": 5} in points
+    assert len(defaults.grid_points(defaults.GRID)) == np.prod([len(v) for v in
+                                                               defaults.GRID.values()])

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from ._flags import JIT
+from .topk import sift_down, sort_heap_best_first
 
 
 @njit(inline="always", **JIT)
@@ -41,32 +42,24 @@ def count_at_most(values, x):
 
 
 @njit(**JIT)
-def _sift_down(values, root, n):
-    """Restore the max-heap property of ``values[:n]`` below ``root``."""
-    x = values[root]
-    while True:
-        child = 2 * root + 1
-        if child >= n:
-            break
-        if child + 1 < n and values[child + 1] > values[child]:
-            child += 1
-        if values[child] <= x:
-            break
-        values[root] = values[child]
-        root = child
-    values[root] = x
-
-
-@njit(**JIT)
 def sort_in_place(values):
     """Sort ``values`` (1-D, no NaN) ascending in place: heapsort, O(n log n) whatever
     the input, no allocation. The result equals ``np.sort(values)`` up to the order of
-    ``-0.0`` and ``0.0``, which compare equal."""
+    ``-0.0`` and ``0.0``, which compare equal.
+
+    It uses the top-k kernels' heap (:mod:`.topk`) with each value as its own tie key:
+    a worst-at-root heap sorts best (largest) first, and one reversal makes the order
+    ascending.
+    """
     n = values.shape[0]
     for root in range(n // 2 - 1, -1, -1):
-        _sift_down(values, root, n)
-    for end in range(n - 1, 0, -1):
-        top = values[0]
-        values[0] = values[end]
-        values[end] = top
-        _sift_down(values, np.int64(0), end)
+        sift_down(values, values, root, n)
+    sort_heap_best_first(values, values, n)
+    lo = 0
+    hi = n - 1
+    while lo < hi:
+        top = values[lo]
+        values[lo] = values[hi]
+        values[hi] = top
+        lo += 1
+        hi -= 1

@@ -14,6 +14,9 @@ The selection keeps a size-k binary heap whose root is the *worst* kept item, so
 one pass over a row costs O(n_items log k); once the heap is full the row is read
 in chunks of ``SCAN_CHUNK`` columns, each tested against the heap's root with a
 vectorised count, so most chunks cost a few SIMD instructions.
+
+This heap (``ranks_below``, ``sift_down``, ``sift_up``, ``sort_heap_best_first``) is
+the only one in the kernels: :func:`.search.sort_in_place` heapsorts with it too.
 """
 
 from __future__ import annotations

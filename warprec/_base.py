@@ -318,9 +318,9 @@ class FactorRecommender:
             unknown_items = known & (i < 0)
             if count_unknown_items and unknown_items.any():
                 # each distinct unknown item of a user counts once in |relevant|
-                pairs = np.unique(np.stack([u[unknown_items],
-                                            _codes(frame["item_id"].to_numpy()[unknown_items])]),
-                                  axis=1)
+                from .data import _codes
+                item_codes, _ = _codes(frame["item_id"].to_numpy()[unknown_items])
+                pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
                 extra = np.bincount(pairs[0], minlength=n_users)
             return matrix, extra
         matrix = as_interaction_matrix(X, name)
@@ -361,10 +361,4 @@ def _is_interactions(X):
 
 def _py(v):
     return v.item() if isinstance(v, np.generic) else v
-
-
-def _codes(values):
-    """Integer codes of the distinct values (order irrelevant)."""
-    import pandas as pd
-    return pd.factorize(pd.Series(values, dtype=object))[0]
 

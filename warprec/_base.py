@@ -17,7 +17,7 @@ from ._inputs import as_interaction_matrix, check_k, lookup_ids
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
-__all__ = ["FactorRecommender"]
+__all__ = ["FactorRecommender", "fit_input"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -341,6 +341,37 @@ class FactorRecommender:
 
 
 # ---------------------------------------------------------------------- helpers
+def fit_input(X, user_ids=None, item_ids=None):
+    """The training input of every recommender as a canonical CSR matrix plus id arrays.
+
+    Parameters
+    ----------
+    X : DataFrame, warprec.data.Interactions, scipy.sparse matrix or 2-D array
+        A DataFrame (columns ``user_id``, ``item_id``) goes through
+        :meth:`warprec.data.Interactions.from_frame`; an ``Interactions`` gives its
+        matrix and id maps; a matrix is checked by
+        :func:`warprec._inputs.as_interaction_matrix`.
+    user_ids, item_ids : ndarray, optional
+        Fixed id maps for a DataFrame (e.g. a model's maps for ``partial_fit``); by
+        default the maps are the DataFrame's sorted unique ids. Ignored for other input.
+
+    Returns
+    -------
+    matrix : scipy.sparse.csr_matrix
+        float32 values, sorted unique indices, no stored zeros.
+    user_ids, item_ids : ndarray or None
+        Raw ids of the rows and columns; None for matrix input.
+    """
+    if _is_frame(X):
+        from .data import Interactions
+        X = Interactions.from_frame(X, user_ids=user_ids, item_ids=item_ids)
+    user_ids = item_ids = None
+    if _is_interactions(X):
+        user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
+        X = X.matrix
+    return as_interaction_matrix(X), user_ids, item_ids
+
+
 def _is_single(ids):
     """Whether ``ids`` is one id (a scalar) rather than a sequence of ids."""
     if isinstance(ids, (str, bytes)):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import FactorRecommender, _is_frame, _is_interactions
-from ._inputs import as_interaction_matrix
+from ._base import FactorRecommender, fit_input
 
 __all__ = ["PopularityRecommender"]
 
@@ -24,14 +23,7 @@ class PopularityRecommender(FactorRecommender):
 
     def fit(self, X):
         """Count each item's positives in ``X`` (any input ``WARPFactorizer.fit`` takes)."""
-        user_ids = item_ids = None
-        if _is_frame(X):
-            from .data import Interactions
-            X = Interactions.from_frame(X)
-        if _is_interactions(X):
-            user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
-            X = X.matrix
-        matrix = as_interaction_matrix(X)
+        matrix, user_ids, item_ids = fit_input(X)
         if matrix.nnz == 0:
             raise ValueError("X holds no positive interaction; nothing to count.")
         counts = np.bincount(matrix.indices, minlength=matrix.shape[1])

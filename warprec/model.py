@@ -21,9 +21,9 @@ import scipy.sparse as sp
 
 from . import __version__
 from ._aligned import aligned, aligned_full
-from ._base import FactorRecommender, _is_frame, _is_interactions
+from ._base import FactorRecommender, fit_input
 from ._threads import resolve_threads
-from ._inputs import as_interaction_matrix, check_positive_int
+from ._inputs import check_positive_int
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
@@ -632,17 +632,10 @@ class WARPFactorizer(FactorRecommender):
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input)."""
-        user_ids = item_ids = None
-        if _is_frame(X):
-            from .data import Interactions
-            if fresh:
-                X = Interactions.from_frame(X)
-            else:
-                X = Interactions.from_frame(X, user_ids=self.user_ids_, item_ids=self.item_ids_)
-        if _is_interactions(X):
-            user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
-            X = X.matrix
-        matrix = as_interaction_matrix(X)
+        if fresh:
+            matrix, user_ids, item_ids = fit_input(X)
+        else:
+            matrix, user_ids, item_ids = fit_input(X, self.user_ids_, self.item_ids_)
         if matrix.shape[0] == 0 or matrix.shape[1] == 0:
             raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one "
                              "item.")

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import as_interaction_matrix, check_k, lookup_ids
+from ._inputs import IdMap, as_interaction_matrix, check_k, lookup_ids
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
@@ -84,9 +84,7 @@ class FactorRecommender:
         cache = f"_{kind}_map"
         cached = self.__dict__.get(cache)
         if cached is None or cached[0] is not ids:
-            mapping = {(v.item() if isinstance(v, np.generic) else v): i
-                       for i, v in enumerate(ids)}
-            cached = (ids, mapping)
+            cached = (ids, IdMap(ids))
             self.__dict__[cache] = cached
         return cached[1]
 
@@ -291,10 +289,8 @@ class FactorRecommender:
                     raise KeyError(f"{name} needs columns 'user_id' and 'item_id'; found "
                                    f"{list(frame.columns)}.")
             umap, imap = self._id_map("user"), self._id_map("item")
-            u = np.fromiter((umap.get(_py(v), -1) for v in frame["user_id"]), np.int64,
-                            count=len(frame))
-            i = np.fromiter((imap.get(_py(v), -1) for v in frame["item_id"]), np.int64,
-                            count=len(frame))
+            u = umap.indexer(frame["user_id"], bools_as_ints=True)
+            i = imap.indexer(frame["item_id"], bools_as_ints=True)
             unknown_users = u < 0
             if unknown_users.any():
                 warnings.warn(f"{name}: {int(unknown_users.sum())} row(s) of "
@@ -388,8 +384,4 @@ def _is_frame(X):
 
 def _is_interactions(X):
     return hasattr(X, "matrix") and hasattr(X, "user_ids") and hasattr(X, "item_ids")
-
-
-def _py(v):
-    return v.item() if isinstance(v, np.generic) else v
 

@@ -5,9 +5,66 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids"]
+__all__ = ["IdMap", "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids"]
+
+
+class IdMap:
+    """The raw id -> index map of one id array, looked up in bulk (a :class:`pandas.Index`).
+
+    The one raw-id map of warprec: :class:`warprec.data.Interactions`, the fitted models
+    (:func:`lookup_ids`) and the evaluation glue all look ids up through it. Each caller
+    raises its own error for unknown ids.
+
+    Parameters
+    ----------
+    ids : ndarray
+        Unique raw ids, ``int64`` or ``object`` (Python strings), as
+        :class:`warprec.data.Interactions` and the models store them; ``ids[i]`` is the
+        raw id of index ``i``.
+
+    Notes
+    -----
+    Lookups follow Python equality, as a ``dict`` would: ``3``, ``np.int64(3)``,
+    ``3.0`` and ``np.float32(3.0)`` find the integer id 3, and no number finds the
+    string id ``"3"``. Booleans find the ids 0 and 1 as in a ``dict`` with
+    ``bools_as_ints=True``; without it pandas' rule applies (an all-boolean array
+    finds nothing, booleans among other values find 0 and 1), which is what
+    :meth:`warprec.data.Interactions.user_index` has always done.
+    """
+
+    def __init__(self, ids):
+        self.ids = ids
+        self._index = pd.Index(ids)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def indexer(self, values, bools_as_ints=False):
+        """Indices of ``values`` (1-D array or Series), -1 for ids not in the map.
+
+        Parameters
+        ----------
+        values : ndarray or pandas.Series
+            Raw ids, one dimension; any dtype.
+        bools_as_ints : bool, default False
+            Let ``True`` and ``False`` always find the integer ids 1 and 0 (Python's
+            ``dict`` rule); otherwise an all-boolean ``values`` finds nothing.
+
+        Returns
+        -------
+        ndarray of int64
+        """
+        if bools_as_ints:
+            arr = np.asarray(values)
+            if arr.dtype == bool or (arr.dtype == object and arr.size and
+                                     pd.api.types.infer_dtype(arr, skipna=False) == "boolean"):
+                values = arr.astype(np.int64)
+        if len(values) == 0 or self._index.size == 0:
+            return np.full(len(values), -1, dtype=np.int64)
+        return np.asarray(self._index.get_indexer(values), dtype=np.int64)
 
 
 def check_positive_int(value, name):
@@ -91,7 +148,7 @@ def lookup_ids(raw, index_of, kind, n):
     ----------
     raw : scalar or array_like
         Raw ids, or integer indices when the model was fit on a matrix.
-    index_of : dict or None
+    index_of : IdMap or None
         Raw id -> index map; None means ``raw`` already holds indices.
     kind : str
         "user" or "item", for messages.
@@ -112,7 +169,11 @@ def lookup_ids(raw, index_of, kind, n):
         raise TypeError(f"{kind} ids must be a scalar or a 1-D sequence (list, array), not a "
                         f"{type(raw).__name__}; pass e.g. list(...) of the ids.")
     try:
-        values = np.atleast_1d(np.asarray(raw, dtype=object if index_of is not None else None))
+        if index_of is not None and isinstance(raw, np.ndarray) and raw.dtype.kind in "biuf":
+            values = np.atleast_1d(raw)   # numbers: looked up without Python objects
+        else:
+            values = np.atleast_1d(np.asarray(raw, dtype=object if index_of is not None
+                                              else None))
     except (ValueError, TypeError):
         raise ValueError(f"{kind} ids must be a scalar or a flat 1-D sequence of ids; got a "
                          f"ragged or nested {type(raw).__name__}.") from None
@@ -139,15 +200,15 @@ def lookup_ids(raw, index_of, kind, n):
             raise KeyError(f"{int(bad.sum())} {kind} index(es) out of range [0, {n}): {shown}. "
                            f"The model was fit on a matrix with {n} {kind}s.")
         return idx
-    unhashable = [v for v in values if not _is_hashable(v)]
-    if unhashable:
-        raise TypeError(f"{kind} ids must be scalars (numbers or strings); got "
-                        f"{type(unhashable[0]).__name__} {unhashable[0]!r}.")
-    idx = np.fromiter((index_of.get(_hashable(v), -1) for v in values), dtype=np.int64,
-                      count=values.size)
+    if values.dtype == object:
+        unhashable = [v for v in values if not _is_hashable(v)]
+        if unhashable:
+            raise TypeError(f"{kind} ids must be scalars (numbers or strings); got "
+                            f"{type(unhashable[0]).__name__} {unhashable[0]!r}.")
+    idx = index_of.indexer(values, bools_as_ints=True)
     bad = idx < 0
     if bad.any():
-        shown = ", ".join(repr(v) for v in values[bad][:5])
+        shown = ", ".join(repr(v) for v in values[bad][:5].astype(object))
         raise KeyError(f"{int(bad.sum())} {kind} id(s) were not seen at fit time: {shown}. "
                        f"warprec has no embedding for unseen {kind}s; refit with data that "
                        f"includes them, or leave them out.")
@@ -160,9 +221,3 @@ def _is_hashable(v):
     except TypeError:
         return False
     return True
-
-
-def _hashable(v):
-    if isinstance(v, np.generic):
-        return v.item()
-    return v

@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._inputs import IdMap
 from .exceptions import WarprecWarning
 
 __all__ = [
@@ -1200,8 +1201,7 @@ def _map_ids(values: pd.Series, given, what: str, role: str):
             else uniques.astype(object)
         return codes.astype(np.int64), ids
     ids = _id_array(given, what)
-    codes = pd.Index(ids).get_indexer(values)
-    return codes.astype(np.int64), ids
+    return IdMap(ids).indexer(values), ids
 
 
 class Interactions:
@@ -1405,13 +1405,13 @@ class Interactions:
             Some ids are unknown (up to 5 are listed).
         """
         if self._user_index is None:
-            self._user_index = pd.Index(self.user_ids)
+            self._user_index = IdMap(self.user_ids)
         return _lookup(self._user_index, raw_ids, "user")
 
     def item_index(self, raw_ids) -> np.ndarray:
         """Column indices of raw item ids; see :meth:`user_index`."""
         if self._item_index is None:
-            self._item_index = pd.Index(self.item_ids)
+            self._item_index = IdMap(self.item_ids)
         return _lookup(self._item_index, raw_ids, "item")
 
     def to_frame(self) -> pd.DataFrame:
@@ -1443,19 +1443,18 @@ def _as_id_array(values) -> np.ndarray:
     return arr
 
 
-def _lookup(index: pd.Index, raw_ids, what: str) -> np.ndarray:
+def _lookup(id_map: IdMap, raw_ids, what: str) -> np.ndarray:
     arr = _as_id_array(raw_ids)
     flat = arr.reshape(-1)
     if flat.size == 0:
         return np.empty(arr.shape, dtype=np.int64)
-    codes = index.get_indexer(flat) if index.size else np.full(flat.size, -1)
-    codes = np.asarray(codes, dtype=np.int64)
+    codes = id_map.indexer(flat)
     if (codes < 0).any():
         unknown = pd.unique(flat[codes < 0])
         raise KeyError(
             f"{len(unknown)} unknown {what} id(s): {_show(unknown)}; they were not in "
-            f"the data this {what} map was built from ({index.size} {what}s, e.g. "
-            f"{_show(index[:3].tolist(), 3)}).")
+            f"the data this {what} map was built from ({len(id_map)} {what}s, e.g. "
+            f"{_show(id_map.ids[:3].tolist(), 3)}).")
     return codes.reshape(arr.shape)
 
 

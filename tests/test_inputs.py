@@ -67,3 +67,81 @@ def test_callers_keep_their_messages(query):
         inter.user_index(query)
     with pytest.raises(KeyError, match=r"not seen at fit time: 5\."):
         lookup_ids(query, IdMap(inter.user_ids), "user", 2)
+
+
+# ---------------------------------------------------------------------- parameter checks
+def test_interval_describes_and_checks_its_bounds():
+    from numbers import Integral, Real
+
+    from warprec._inputs import Interval
+
+    positive = Interval(Integral, 1, None, closed="left")
+    assert positive.describe() == "a positive integer"
+    assert [positive.accepts(v) for v in (1, np.int8(3), 2**70, 0, 2.0, True, "1")] == \
+        [True, True, True, False, False, False, False]
+    assert Interval(Integral, 0, None, closed="left").describe() == "a non-negative integer"
+    assert Interval(Integral, 2, 9).describe() == "an integer in [2, 9]"
+    fraction = Interval(Real, 0, 1, closed="neither")
+    assert fraction.describe() == "a number in (0, 1)"
+    assert [fraction.accepts(v) for v in (0.5, np.float32(0.1), 0, 1, math.nan, True)] == \
+        [True, True, False, False, False, False]
+    rate = Interval(Real, 0, None, closed="neither")
+    assert rate.describe() == "a number > 0"
+    assert not rate.accepts(math.inf) and not rate.accepts(10**400) and rate.accepts(3)
+    assert Interval(Real, None, 1, closed="right").describe() == "a number <= 1"
+    assert Interval(Integral, 1, None, closed="left", text="an integer >= 1").describe() == \
+        "an integer >= 1"
+
+
+@pytest.mark.parametrize("value, constraints, message", [
+    (0, ["POSITIVE_INT"], r"^n must be a positive integer \(got 0\)\.$"),
+    (2.0, ["POSITIVE_INT"], r"^n must be a positive integer \(got 2\.0 of type float\)\.$"),
+    ("x", [None, "POSITIVE_INT"], r"^n must be None or a positive integer \(got 'x' of type str\)"),
+    (math.inf, ["RATE", "AUTO"], r"^n must be a number > 0 or 'auto' \(got inf, which is not "
+                                 r"finite\)\.$"),
+    ("fast", ["RATE", "AUTO"], r"^n must be a number > 0 or 'auto' \(got 'fast'\)\.$"),
+    ("b", ["AB"], r"^n must be one of \['a', 'b '\] \(got 'b'\)\.$"),
+    (1, ["boolean"], r"^n must be True or False \(got 1 of type int\)\.$"),
+    (-1, "RANDOM_STATE", r"^n must be None, a non-negative integer or a "
+                         r"numpy\.random\.Generator \(got -1\)\.$"),
+])
+def test_validate_param_names_the_parameter_the_value_and_what_is_allowed(
+        value, constraints, message):
+    from numbers import Real
+
+    from warprec._inputs import POSITIVE_INT, RANDOM_STATE, Interval, Options, validate_param
+    from warprec.exceptions import InvalidParameterError
+
+    named = {"POSITIVE_INT": POSITIVE_INT, "RATE": Interval(Real, 0, None, closed="neither"),
+             "AUTO": Options(["auto"]), "AB": Options(["a", "b "])}
+    specs = RANDOM_STATE if constraints == "RANDOM_STATE" else \
+        [named.get(c, c) if isinstance(c, str) else c for c in constraints]
+    with pytest.raises(InvalidParameterError, match=message) as info:
+        validate_param("n", value, specs)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+
+
+def test_validate_params_takes_a_dict_or_an_object_and_returns_the_values():
+    from warprec import WARPFactorizer
+    from warprec._inputs import POSITIVE_INT, Options, validate_params
+
+    constraints = {"n_components": [POSITIVE_INT], "loss": [Options(["warp", "bpr"])]}
+    assert validate_params({"n_components": 3, "loss": "bpr"}, constraints) == \
+        {"n_components": 3, "loss": "bpr"}
+    assert validate_params({"loss": "bpr"}, constraints) == {"loss": "bpr"}   # a group
+    assert validate_params(WARPFactorizer(n_components=5), constraints) == \
+        {"n_components": 5, "loss": "warp"}
+    with pytest.raises(ValueError, match=r"loss must be one of \['bpr', 'warp'\] \(got 'x'\)"):
+        validate_params({"n_components": 3, "loss": "x"}, constraints)
+
+
+def test_the_estimator_declares_every_checked_parameter():
+    """WARPFactorizer's constraints name only its parameters, and its defaults pass."""
+    import inspect
+
+    from warprec import WARPFactorizer
+    from warprec._inputs import validate_params
+
+    names = set(inspect.signature(WARPFactorizer).parameters)
+    assert set(WARPFactorizer._parameter_constraints) <= names
+    validate_params(WARPFactorizer(), WARPFactorizer._parameter_constraints)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from .exceptions import DivergenceError, NotFittedError, WarprecWarning
+from .exceptions import DivergenceError, InvalidParameterError, NotFittedError, WarprecWarning
 
 __version__ = "0.2.0"
 
@@ -24,7 +24,7 @@ _LAZY = {
 
 __all__ = ["WARPFactorizer", "TUNED_PARAMS", "PopularityRecommender", "Interactions",
            "evaluate", "PerUserHoldout", "tune", "DivergenceError",
-           "NotFittedError", "WarprecWarning", "__version__"]
+           "InvalidParameterError", "NotFittedError", "WarprecWarning", "__version__"]
 
 
 def __getattr__(name):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["IdMap", "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids"]
+__all__ = ["POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval", "Options",
+           "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
+           "validate_param", "validate_params"]
 
 
 class IdMap:
@@ -67,22 +70,257 @@ class IdMap:
         return np.asarray(self._index.get_indexer(values), dtype=np.int64)
 
 
+# ---------------------------------------------------------------------- parameters
+#: The types a real-number parameter may have (booleans excluded).
+_REAL_TYPES = (int, float, np.integer, np.floating)
+
+
+def _is_finite(value):
+    """Finite as a float (an int too large for a float is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+class Interval:
+    """Constraint: an integer or a finite real number within bounds.
+
+    Parameters
+    ----------
+    kind : {numbers.Integral, numbers.Real}
+        Integers only (never booleans), or any real number (int, float, numpy
+        numbers; never booleans, never NaN or infinite).
+    left, right : number or None
+        Bounds; None means unbounded on that side.
+    closed : {"both", "left", "right", "neither"}, default "both"
+        Which bounds belong to the interval.
+    text : str, optional
+        How error messages name the constraint (default: built from the bounds, e.g.
+        "a positive integer", "a number > 0", "a number in (0, 1)").
+    """
+
+    def __init__(self, kind, left, right, *, closed="both", text=None):
+        if kind not in (numbers.Integral, numbers.Real):
+            raise ValueError("kind must be numbers.Integral or numbers.Real.")
+        if closed not in ("both", "left", "right", "neither"):
+            raise ValueError("closed must be 'both', 'left', 'right' or 'neither'.")
+        self.kind, self.left, self.right, self.closed, self.text = kind, left, right, closed, text
+
+    def accepts_type(self, value):
+        """Whether ``value`` has a type this interval is about."""
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if self.kind is numbers.Integral:
+            return isinstance(value, numbers.Integral)
+        return isinstance(value, _REAL_TYPES)
+
+    def accepts(self, value):
+        """Whether ``value`` lies in the interval (finite, of the right type)."""
+        if not self.accepts_type(value):
+            return False
+        if self.kind is numbers.Real and not _is_finite(value):
+            return False
+        if self.left is not None and (value < self.left or (
+                value == self.left and self.closed not in ("both", "left"))):
+            return False
+        return self.right is None or not (value > self.right or (
+            value == self.right and self.closed not in ("both", "right")))
+
+    def describe(self):
+        """The constraint in words, as error messages give it."""
+        if self.text is not None:
+            return self.text
+        left_in = self.closed in ("both", "left")
+        if self.kind is numbers.Integral:
+            if self.right is None and self.left is not None and left_in:
+                if self.left == 1:
+                    return "a positive integer"
+                if self.left == 0:
+                    return "a non-negative integer"
+            noun = "an integer"
+        else:
+            noun = "a number"
+        if self.left is not None and self.right is not None:
+            right_in = self.closed in ("both", "right")
+            return (f"{noun} in {'[' if left_in else '('}{self.left}, "
+                    f"{self.right}{']' if right_in else ')'}")
+        if self.left is not None:
+            return f"{noun} {'>=' if left_in else '>'} {self.left}"
+        if self.right is not None:
+            return f"{noun} {'<=' if self.closed in ('both', 'right') else '<'} {self.right}"
+        return noun
+
+
+class Options:
+    """Constraint: one of a fixed set of strings.
+
+    Parameters
+    ----------
+    options : iterable of str
+        The allowed values.
+    """
+
+    def __init__(self, options):
+        self.options = tuple(options)
+
+    def accepts_type(self, value):
+        return isinstance(value, str)
+
+    def accepts(self, value):
+        return isinstance(value, str) and value in self.options
+
+    def describe(self):
+        if len(self.options) == 1:
+            return repr(self.options[0])
+        return f"one of {sorted(self.options)}"
+
+
+class InstanceOf:
+    """Constraint: an instance of a class.
+
+    Parameters
+    ----------
+    cls : type
+    text : str
+        How error messages name it, e.g. "a numpy.random.Generator".
+    """
+
+    def __init__(self, cls, text):
+        self.cls, self.text = cls, text
+
+    def accepts_type(self, value):
+        return isinstance(value, self.cls)
+
+    accepts = accepts_type
+
+    def describe(self):
+        return self.text
+
+
+class _NoneConstraint:
+    def accepts_type(self, value):
+        return value is None
+
+    accepts = accepts_type
+
+    def describe(self):
+        return "None"
+
+
+class _Boolean:
+    def accepts_type(self, value):
+        return isinstance(value, (bool, np.bool_))
+
+    accepts = accepts_type
+
+    def describe(self):
+        return "True or False"
+
+
+def _constraint(spec):
+    """A constraint object from its declaration (None, "boolean" or an object)."""
+    if spec is None:
+        return _NoneConstraint()
+    if isinstance(spec, str) and spec == "boolean":
+        return _Boolean()
+    if all(hasattr(spec, m) for m in ("accepts", "accepts_type", "describe")):
+        return spec
+    raise ValueError(f"Unknown parameter constraint {spec!r}.")
+
+
+#: A positive integer (1, 2, ...): the most common constraint.
+POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+
+#: ``random_state`` of the estimators and searches: None, a seed or a Generator.
+RANDOM_STATE = [None, Interval(numbers.Integral, 0, None, closed="left"),
+                InstanceOf(np.random.Generator, "a numpy.random.Generator")]
+
+
+def validate_param(name, value, constraints):
+    """Check one value against a list of constraints (any one may accept it).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : object
+    constraints : list
+        :class:`Interval`, :class:`Options`, :class:`InstanceOf` objects, ``None``
+        (the value None is allowed) or ``"boolean"`` (True or False).
+
+    Returns
+    -------
+    object
+        ``value``, unchanged.
+
+    Raises
+    ------
+    warprec.exceptions.InvalidParameterError
+        No constraint accepts ``value`` (a ValueError and a TypeError). The message
+        names the parameter, the value (and its type when no constraint is about that
+        type) and what is allowed.
+    """
+    from .exceptions import InvalidParameterError
+
+    checks = [_constraint(c) for c in constraints]
+    if any(c.accepts(value) for c in checks):
+        return value
+    descriptions = [c.describe() for c in checks]
+    allowed = descriptions[0] if len(descriptions) == 1 else \
+        f"{', '.join(descriptions[:-1])} or {descriptions[-1]}"
+    if not any(c.accepts_type(value) for c in checks):
+        detail = f"{value!r} of type {type(value).__name__}"
+    elif isinstance(value, _REAL_TYPES) and not isinstance(value, (bool, np.bool_)) and \
+            not _is_finite(value):
+        detail = f"{value!r}, which is not finite"
+    else:
+        detail = repr(value)
+    raise InvalidParameterError(f"{name} must be {allowed} (got {detail}).")
+
+
+def validate_params(params, constraints):
+    """Check parameters against declared constraints (scikit-learn's
+    ``_parameter_constraints`` idea).
+
+    Parameters
+    ----------
+    params : dict or object
+        Parameter values by name, or an object whose attributes hold them (an
+        estimator).
+    constraints : dict
+        Name -> list of constraints (see :func:`validate_param`), checked in this
+        dict's order: every name for an object; for a dict, the names it holds (a
+        function can check its arguments in groups).
+
+    Returns
+    -------
+    dict
+        Name -> value of the checked parameters.
+
+    Raises
+    ------
+    warprec.exceptions.InvalidParameterError
+        The first parameter no constraint accepts.
+    """
+    if isinstance(params, dict):
+        return {name: validate_param(name, params[name], specs)
+                for name, specs in constraints.items() if name in params}
+    return {name: validate_param(name, getattr(params, name), specs)
+            for name, specs in constraints.items()}
+
+
 def check_positive_int(value, name):
-    """Return ``value`` as int if it is an integer >= 1, else raise ValueError/TypeError."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer (got {value!r} of type "
-                        f"{type(value).__name__}).")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer (got {value}).")
-    return int(value)
+    """Return ``value`` as int if it is an integer >= 1, else raise
+    :class:`~warprec.exceptions.InvalidParameterError`."""
+    return int(validate_param(name, value, [POSITIVE_INT]))
 
 
 def check_k(k):
     """Return a cut-off ``k`` as int; any value that is not an integer >= 1 (including
-    booleans and floats such as 2.5) raises ValueError."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer (got {k!r}).")
-    return int(k)
+    booleans and floats such as 2.5) raises
+    :class:`~warprec.exceptions.InvalidParameterError` (a ValueError)."""
+    return check_positive_int(k, "k")
 
 
 def as_interaction_matrix(X, name="X"):

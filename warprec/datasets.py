@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ._inputs import Interval, validate_param
 from ._kernels._flags import JIT, PJIT
 from ._kernels.search import count_at_most
 from ._kernels.rng import mix64
@@ -104,11 +106,8 @@ class PlantedTruth:
 # validation and planting
 # --------------------------------------------------------------------------------------
 def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
-    return int(value)
+    return int(validate_param(name, value, [Interval(Integral, minimum, None, closed="left",
+                                                     text=f"an integer >= {minimum}")]))
 
 
 def _check_float(name: str, value, low: float, high: float, open_low=False) -> float:

@@ -11,6 +11,15 @@ class NotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted model and ``fit`` has not been called."""
 
 
+class InvalidParameterError(ValueError, TypeError):
+    """Raised when a parameter or argument has a value or type that is not allowed.
+
+    A subclass of both :class:`ValueError` and :class:`TypeError` (as in scikit-learn),
+    so code that caught either for a bad parameter keeps working. The message names the
+    parameter, the value given and what is allowed.
+    """
+
+
 class DivergenceError(FloatingPointError):
     """Training produced non-finite parameters.
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 import warnings
 import zipfile
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,7 +24,8 @@ from . import __version__
 from ._aligned import aligned, aligned_full
 from ._base import FactorRecommender, fit_input
 from ._threads import resolve_threads
-from ._inputs import check_positive_int
+from ._inputs import (POSITIVE_INT, RANDOM_STATE, Interval, Options, check_positive_int,
+                      validate_params)
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
@@ -231,6 +233,31 @@ class WARPFactorizer(FactorRecommender):
         partial_fit calls, like ``epochs_done_``) after which the validation score was
         best; the parameters are those of that epoch and ``epochs_done_`` equals it.
     """
+
+    #: Each parameter's allowed values, checked by ``_check_params`` before every fit
+    #: (any one constraint of a list may accept the value; see
+    #: :func:`warprec._inputs.validate_param`). ``k``, ``n``, ``top_fraction``,
+    #: ``rank_weighting``, ``validation_metric`` and ``verbose`` depend on other
+    #: parameters or have their own parsers, and are checked in code.
+    _parameter_constraints = {
+        "n_components": [POSITIVE_INT],
+        "epochs": [Interval(Integral, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
+        "max_sampled": [POSITIVE_INT],
+        "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
+        "init_scale": [Interval(Real, 0, None, closed="left")],
+        "loss": [Options(_LOSSES)],
+        "max_norm": [None, Interval(Real, 0, None, closed="neither")],
+        "random_state": RANDOM_STATE,
+        "learning_schedule": [Options(_SCHEDULES)],
+        "negative_sampling": [Options(_SAMPLING)],
+        "rank_estimator": [Options(_ESTIMATORS)],
+        "sample_order": [Options(_ORDERS)],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [POSITIVE_INT],
+        "n_threads": [None, POSITIVE_INT],
+    }
 
     def __init__(self, n_components=64, epochs=60, learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
@@ -553,46 +580,12 @@ class WARPFactorizer(FactorRecommender):
         return "users" if self._outgrows_cache() else "positives"
 
     def _check_params(self):
-        d = check_positive_int(self.n_components, "n_components")
-        epochs = self.epochs
-        if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
-            raise ValueError(f"epochs must be a non-negative integer (got {epochs!r}).")
-        max_sampled = check_positive_int(self.max_sampled, "max_sampled")
-        for name in ("learning_rate", "alpha", "init_scale"):
-            value = getattr(self, name)
-            if name in ("alpha", "learning_rate") and isinstance(value, str):
-                if value != "auto":
-                    bound = ">= 0" if name == "alpha" else "> 0"
-                    raise ValueError(f"{name} must be a number {bound} or 'auto' "
-                                     f"(got {value!r}).")
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
-                                                                 np.integer)):
-                raise TypeError(f"{name} must be a number (got {value!r}).")
-            if not np.isfinite(value) or value < 0 or (name == "learning_rate" and value == 0):
-                raise ValueError(f"{name} must be finite and "
-                                 f"{'> 0' if name == 'learning_rate' else '>= 0'} (got {value}).")
-        for name, choices in (("loss", tuple(_LOSSES)), ("learning_schedule", _SCHEDULES),
-                              ("negative_sampling", _SAMPLING),
-                              ("rank_estimator", _ESTIMATORS), ("sample_order", _ORDERS)):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be one of {sorted(choices)} "
-                                f"(got {getattr(self, name)!r}).")
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {sorted(_LOSSES)} (got {self.loss!r}).")
-        if self.max_norm is not None:
-            if isinstance(self.max_norm, bool) or not isinstance(
-                    self.max_norm, (int, float, np.floating, np.integer)) or \
-                    not np.isfinite(self.max_norm) or self.max_norm <= 0:
-                raise ValueError(f"max_norm must be None or a finite number > 0 "
-                                 f"(got {self.max_norm!r}).")
-        _check_random_state(self.random_state)
-        if self.learning_schedule not in _SCHEDULES:
-            raise ValueError(f"learning_schedule must be one of {_SCHEDULES} "
-                             f"(got {self.learning_schedule!r}).")
-        if self.negative_sampling not in _SAMPLING:
-            raise ValueError(f"negative_sampling must be one of {_SAMPLING} "
-                             f"(got {self.negative_sampling!r}).")
+        """Check the parameters; returns the training configuration.
+
+        The declarative pass (``_parameter_constraints``) checks each parameter on its
+        own; the conditional and cross-parameter rules follow as code.
+        """
+        validate_params(self, self._parameter_constraints)
         if self.negative_sampling == "popularity" and self.loss != "bpr":
             raise ValueError("negative_sampling='popularity' is only available with loss='bpr': "
                              "WARP's rank estimate assumes uniformly drawn negatives.")
@@ -604,27 +597,12 @@ class WARPFactorizer(FactorRecommender):
             kos_k = check_positive_int(5 if self.k is None else self.k, "k")
             if kos_k > kos_n:
                 raise ValueError(f"k-OS needs k <= n (got k={kos_k}, n={kos_n}).")
-        if self.rank_estimator not in _ESTIMATORS:
-            raise ValueError(f"rank_estimator must be one of {_ESTIMATORS} "
-                             f"(got {self.rank_estimator!r}).")
         if self.rank_estimator == "exact" and self.loss in ("bpr", "ordinal"):
             raise ValueError("rank_estimator='exact' applies to the WARP losses, not to "
                              f"{self.loss!r}.")
-        if self.sample_order not in _ORDERS:
-            raise ValueError(f"sample_order must be one of {_ORDERS} "
-                             f"(got {self.sample_order!r}).")
-        if not isinstance(self.early_stopping, (bool, np.bool_)):
-            raise TypeError(f"early_stopping must be True or False (got {self.early_stopping!r}).")
-        fraction = self.validation_fraction
-        if isinstance(fraction, bool) or not isinstance(fraction, (float, int, np.floating,
-                                                                   np.integer)) \
-                or not 0 < fraction < 1:
-            raise ValueError(f"validation_fraction must be a number in (0, 1) "
-                             f"(got {fraction!r}).")
-        n_iter_no_change = check_positive_int(self.n_iter_no_change, "n_iter_no_change")
         _validation.parse_metric(self.validation_metric)
-        return dict(n_iter_no_change=n_iter_no_change, d=d, epochs=int(epochs),
-                    max_sampled=max_sampled,
+        return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
+                    epochs=int(self.epochs), max_sampled=int(self.max_sampled),
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
@@ -877,16 +855,6 @@ def _check_loaded(model):
     model.train_matrix_.check_format(full_check=True)
     if not model.train_matrix_.has_canonical_format:
         raise ValueError("the training matrix is not in canonical CSR form")
-
-
-def _check_random_state(value):
-    if value is None or isinstance(value, np.random.Generator):
-        return
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"random_state must be None, a non-negative integer or a "
-                        f"numpy.random.Generator (got {value!r}).")
-    if value < 0:
-        raise ValueError(f"random_state must be a non-negative integer (got {value}).")
 
 
 def _same(a, b):

@@ -11,13 +11,13 @@ a ``score`` method (every warprec model has one that returns NDCG@10, see
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 
-from ._inputs import check_positive_int
+from ._inputs import POSITIVE_INT, Interval, validate_params
 from .data import _codes, _rank_within_user, _require, _warn_duplicates
 
 __all__ = ["PerUserHoldout"]
@@ -68,12 +68,17 @@ class PerUserHoldout:
     best mean NDCG@10 on the held-out rows.
     """
 
+    _parameter_constraints = {
+        "n_splits": [POSITIVE_INT],
+        "test_fraction": [Interval(Real, 0, 1, closed="neither",
+                                   text="a number strictly between 0 and 1 (the share of "
+                                        "each user's rows held out)")],
+    }
+
     def __init__(self, n_splits: int = 3, test_fraction: float = 0.2, random_state=0):
-        self.n_splits = check_positive_int(n_splits, "n_splits")
-        if isinstance(test_fraction, (bool, np.bool_)) or \
-                not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
-            raise ValueError(f"test_fraction must be a number strictly between 0 and 1 (the "
-                             f"share of each user's rows held out), got {test_fraction!r}.")
+        validate_params(dict(n_splits=n_splits, test_fraction=test_fraction),
+                        self._parameter_constraints)
+        self.n_splits = int(n_splits)
         self.test_fraction = float(test_fraction)
         self.random_state = random_state
 

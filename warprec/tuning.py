@@ -24,11 +24,12 @@ import time
 import types
 import warnings
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
 from . import _validation
-from ._inputs import check_positive_int
+from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
 from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "FIRST_RUNG_EPOCHS", "REDUCTION_FACTOR", "TuneResult", "tune"]
@@ -231,19 +232,18 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     start = time.perf_counter()
     from .model import WARPFactorizer
 
-    budget = _check_budget(time_budget)
-    if n_threads is not None:
-        check_positive_int(n_threads, "n_threads")
+    validate_params(dict(time_budget=time_budget, n_threads=n_threads,
+                         random_state=random_state), _TUNE_CONSTRAINTS)
     seed = _resolve_seed(random_state)
     try:
         _validation.parse_metric(metric)
     except ValueError as exc:
         raise ValueError(str(exc).replace("validation_metric", "metric", 1)) from None
-    fraction = _check_fraction(validation_fraction)
-    max_epochs = check_positive_int(max_epochs, "max_epochs")
-    patience = check_positive_int(n_iter_no_change, "n_iter_no_change")
-    if not isinstance(verbose, (bool, np.bool_)):
-        raise TypeError(f"verbose must be True or False (got {verbose!r}).")
+    validate_params(dict(validation_fraction=validation_fraction, max_epochs=max_epochs,
+                         n_iter_no_change=n_iter_no_change, verbose=verbose),
+                    _TUNE_CONSTRAINTS)
+    budget, fraction = float(time_budget), float(validation_fraction)
+    max_epochs, patience = int(max_epochs), int(n_iter_no_change)
 
     matrix, user_ids, item_ids = WARPFactorizer()._fit_input(X, True)
     space = _check_space(SEARCH_SPACE if search_space is None else search_space,
@@ -625,34 +625,26 @@ def _in_space(params, space):
         repr(params[name]) in {repr(c) for c in spec[1]} for name, spec in space.items())
 
 
-def _check_budget(time_budget):
-    if isinstance(time_budget, (bool, np.bool_)) or not isinstance(time_budget, numbers.Real):
-        raise TypeError(f"time_budget must be a number of seconds > 0 (got {time_budget!r}).")
-    if not math.isfinite(time_budget) or time_budget <= 0:
-        raise ValueError(f"time_budget must be a finite number of seconds > 0 "
-                         f"(got {time_budget!r}).")
-    return float(time_budget)
-
-
-def _check_fraction(fraction):
-    if isinstance(fraction, (bool, np.bool_)) or not isinstance(fraction, numbers.Real) \
-            or not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be a number in (0, 1), e.g. 0.1 "
-                         f"(got {fraction!r}).")
-    return float(fraction)
+#: The allowed values of :func:`tune`'s own arguments (see
+#: :func:`warprec._inputs.validate_params`).
+_TUNE_CONSTRAINTS = {
+    "time_budget": [Interval(Real, 0, None, closed="neither",
+                             text="a finite number of seconds > 0")],
+    "n_threads": [None, POSITIVE_INT],
+    "random_state": RANDOM_STATE,
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "max_epochs": [POSITIVE_INT],
+    "n_iter_no_change": [POSITIVE_INT],
+    "verbose": ["boolean"],
+}
 
 
 def _resolve_seed(random_state):
+    """A seed from ``random_state`` (checked: None, an integer >= 0 or a Generator)."""
     if random_state is None:
         return int(np.random.SeedSequence().entropy % 2**32)
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**32))
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state,
-                                                                    numbers.Integral):
-        raise TypeError(f"random_state must be None, a non-negative integer or a "
-                        f"numpy.random.Generator (got {random_state!r}).")
-    if random_state < 0:
-        raise ValueError(f"random_state must be a non-negative integer (got {random_state}).")
     return int(random_state)
 
 

@@ -1,0 +1,164 @@
+"""The contract every recommender class passes (after implicit's
+``tests/recommender_base_test.py``).
+
+A test module subclasses :class:`RecommenderBaseTestMixin` once per recommender class,
+implements :meth:`~RecommenderBaseTestMixin._make_model` and sets
+``supports_save`` when the class has ``save`` / ``load``. The data is tiny (40 users,
+25 items) and every model is fit once per test class.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from warprec.exceptions import NotFittedError
+from warprec.metrics import evaluate
+
+N_USERS, N_ITEMS = 40, 25
+METRICS = ["precision", "recall", "map", "mrr", "ndcg", "hit_rate"]
+
+
+def _interactions(seed):
+    """(train, test) users x items CSR matrices: every user has 3 to 8 training positives
+    and 1 or 2 held-out ones; items of lower index are more popular."""
+    gen = np.random.default_rng(seed)
+    popularity = 1.0 / np.arange(1, N_ITEMS + 1) ** 0.8
+    popularity /= popularity.sum()
+    train_rows, test_rows = [], []
+    for user in range(N_USERS):
+        items = gen.choice(N_ITEMS, size=int(gen.integers(4, 11)), replace=False,
+                           p=popularity)
+        n_test = 1 + int(gen.random() < 0.5)
+        train_rows += [(user, i) for i in items[n_test:]]
+        test_rows += [(user, i) for i in items[:n_test]]
+
+    def csr(rows):
+        u, i = np.array(rows).T
+        return sp.csr_matrix((np.ones(len(rows), np.float32), (u, i)),
+                             shape=(N_USERS, N_ITEMS))
+
+    return csr(train_rows), csr(test_rows)
+
+
+def _frame(matrix):
+    """The matrix's entries as raw-id rows: users "u0".."u39", items 100, 110, ..."""
+    coo = matrix.tocoo()
+    return pd.DataFrame({"user_id": [f"u{u}" for u in coo.row],
+                         "item_id": 100 + 10 * coo.col.astype(np.int64)})
+
+
+class RecommenderBaseTestMixin:
+    """Tests of the interface every recommender shares: fit, recommend, predict,
+    evaluate, score, save/load and the errors of unfitted models and unseen users."""
+
+    #: Whether the class has ``save(path)`` and a ``load(path)`` class method.
+    supports_save = False
+    #: The reason shown when the save/load test is skipped.
+    no_save_reason = "this recommender has no save/load"
+
+    def _make_model(self):
+        """A new, unfitted recommender (small and fast: one thread, few epochs)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ fixtures
+    @pytest.fixture(scope="class")
+    @classmethod
+    def data(cls):
+        return _interactions(seed=7)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def fitted(cls, data):
+        return cls()._make_model().fit(data[0])
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def fitted_on_frame(cls, data):
+        return cls()._make_model().fit(_frame(data[0]))
+
+    # ------------------------------------------------------------------ fit
+    def test_fit_returns_self(self, data):
+        model = self._make_model()
+        assert model.fit(data[0]) is model
+        assert (model.n_users_, model.n_items_) == (N_USERS, N_ITEMS)
+
+    # ------------------------------------------------------------------ recommend
+    def test_recommend_shapes_sorted_scores_and_exclude_seen(self, data, fitted):
+        train = data[0]
+        users = np.arange(N_USERS)
+        items, scores = fitted.recommend(users, k=5)
+        assert items.shape == scores.shape == (N_USERS, 5)
+        assert scores.dtype == np.float32
+        assert np.all(np.diff(scores, axis=1) <= 0), "scores are not best first"
+        for user in users:
+            assert not set(items[user].tolist()) & set(train[user].indices.tolist()), \
+                f"user {user} was recommended a training positive"
+        one_items, one_scores = fitted.recommend(3, k=5)
+        assert one_items.shape == one_scores.shape == (5,)
+        np.testing.assert_array_equal(one_items, items[3])
+        every, _ = fitted.recommend(users, k=5, exclude_seen=False)
+        seen = np.array([set(every[u].tolist()) & set(train[u].indices.tolist())
+                         for u in users], dtype=object)
+        assert any(seen), "exclude_seen=False never returned a training positive"
+
+    def test_recommend_with_raw_ids_from_a_frame(self, data, fitted_on_frame):
+        model = fitted_on_frame
+        frame = _frame(data[0])
+        items, scores = model.recommend("u3", k=4)
+        assert items.shape == scores.shape == (4,)
+        assert set(items.tolist()) <= set(model.item_ids_.tolist())
+        seen = set(frame.loc[frame["user_id"] == "u3", "item_id"].tolist())
+        assert not set(items.tolist()) & seen
+        batch, _ = model.recommend(["u3", "u10"], k=4)
+        assert batch.shape == (2, 4)
+        np.testing.assert_array_equal(batch[0], items)
+
+    # ------------------------------------------------------------------ predict
+    def test_predict_matches_recommend_scores(self, fitted):
+        items, scores = fitted.recommend(5, k=6, exclude_seen=False)
+        np.testing.assert_allclose(fitted.predict(5, items), scores, rtol=1e-5, atol=1e-6)
+        pairs = fitted.predict([1, 2, 3], [0, 1, 2])
+        assert pairs.shape == (3,) and pairs.dtype == np.float32
+
+    # ------------------------------------------------------------------ evaluation
+    def test_evaluate_gives_values_in_the_unit_interval(self, data, fitted):
+        train, test = data
+        result = evaluate(fitted, test, train=train, k=5, metrics=METRICS)
+        assert result.pop("n_users") == N_USERS
+        assert sorted(result) == sorted(f"{m}@5" for m in METRICS)
+        for name, value in result.items():
+            assert math.isfinite(value) and 0.0 <= value <= 1.0, (name, value)
+
+    def test_score_is_evaluate_ndcg_at_10(self, data, fitted):
+        train, test = data
+        expected = evaluate(fitted, test, train=train, k=10, metrics=["ndcg"])["ndcg@10"]
+        assert fitted.score(test) == pytest.approx(expected)
+
+    # ------------------------------------------------------------------ persistence
+    def test_save_load_round_trip(self, fitted_on_frame, tmp_path):
+        if not self.supports_save:
+            pytest.skip(self.no_save_reason)
+        path = tmp_path / "model.npz"
+        fitted_on_frame.save(path)
+        loaded = type(fitted_on_frame).load(path)
+        for got, want in zip(loaded.recommend(["u1", "u2"], k=5),
+                             fitted_on_frame.recommend(["u1", "u2"], k=5)):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(loaded.item_ids_, fitted_on_frame.item_ids_)
+
+    # ------------------------------------------------------------------ errors
+    def test_not_fitted_error(self):
+        model = self._make_model()
+        with pytest.raises(NotFittedError, match="not fitted"):
+            model.recommend(0)
+        with pytest.raises(NotFittedError, match="not fitted"):
+            model.predict(0, 0)
+
+    def test_unseen_user_error(self, fitted, fitted_on_frame):
+        with pytest.raises(KeyError, match="not seen at fit time: 'u999'"):
+            fitted_on_frame.recommend("u999")
+        with pytest.raises(KeyError, match="out of range"):
+            fitted.recommend(N_USERS)

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._inputs import IdMap
+from ._inputs import IdMap, check_positive_int
 from .exceptions import WarprecWarning
 
 __all__ = [
@@ -1077,8 +1077,7 @@ def split_leave_k_out(df: pd.DataFrame, k: int = 1, random_state=0,
     _require(df, ("user_id", "item_id"), "split_leave_k_out")
     if by not in ("random", "time"):
         raise ValueError(f"by must be 'random' or 'time', got {by!r}.")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}.")
+    check_positive_int(k, "k")
     if by == "time":
         _require(df, ("timestamp",), "split_leave_k_out(by='time')")
         return _last_n_split(df, int(k), "split_leave_k_out")
@@ -1143,9 +1142,7 @@ def split_temporal(df: pd.DataFrame, *, last_n: int | None = None,
         raise ValueError("Give exactly one of last_n= (per-user latest rows) and "
                          "time_cut= (global cut).")
     if last_n is not None:
-        if isinstance(last_n, bool) or not isinstance(last_n, (int, np.integer)) \
-                or last_n < 1:
-            raise ValueError(f"last_n must be a positive integer, got {last_n!r}.")
+        check_positive_int(last_n, "last_n")
         return _last_n_split(df, int(last_n), "split_temporal")
     _warn_duplicates(df, "split_temporal")
     try:

@@ -44,17 +44,19 @@ def count_at_most(values, x):
 @njit(**JIT)
 def sort_in_place(values):
     """Sort ``values`` (1-D, no NaN) ascending in place: heapsort, O(n log n) whatever
-    the input, no allocation. The result equals ``np.sort(values)`` up to the order of
-    ``-0.0`` and ``0.0``, which compare equal.
+    the input. The result equals ``np.sort(values)`` up to the order of ``-0.0`` and
+    ``0.0``, which compare equal.
 
-    It uses the top-k kernels' heap (:mod:`.topk`) with each value as its own tie key:
-    a worst-at-root heap sorts best (largest) first, and one reversal makes the order
-    ascending.
+    It uses the top-k kernels' heap (:mod:`.topk`) with equal int32 tie keys, so that on
+    float32 values it runs the specialisations :func:`.topk.select_topk` compiles
+    anyway: a worst-at-root heap sorts best (largest) first, and one reversal makes the
+    order ascending.
     """
     n = values.shape[0]
+    ties = np.zeros(n, dtype=np.int32)
     for root in range(n // 2 - 1, -1, -1):
-        sift_down(values, values, root, n)
-    sort_heap_best_first(values, values, n)
+        sift_down(values, ties, root, n)
+    sort_heap_best_first(values, ties, n)
     lo = 0
     hi = n - 1
     while lo < hi:

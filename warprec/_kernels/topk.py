@@ -84,7 +84,7 @@ def sort_heap_best_first(heap_scores, heap_items, size):
         heap_items[0] = heap_items[end]
         heap_scores[end] = worst_score
         heap_items[end] = worst_item
-        sift_down(heap_scores, heap_items, 0, end)
+        sift_down(heap_scores, heap_items, np.int64(0), end)
 
 
 @njit(**JIT)
@@ -116,7 +116,7 @@ def offer_columns(row, biases, start, stop, heap_items, heap_scores):
         if score > threshold:
             heap_scores[0] = score
             heap_items[0] = col
-            sift_down(heap_scores, heap_items, 0, capacity)
+            sift_down(heap_scores, heap_items, np.int64(0), capacity)
             threshold = heap_scores[0]
 
 

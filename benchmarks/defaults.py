@@ -204,7 +204,12 @@ def report(out, metric="ndcg@10"):
     if not Path(out).exists():
         print(f"no runs in {out}")
         return
-    rows = [json.loads(line) for line in open(out)]
+    rows = {}
+    for line in open(out):  # a rerun of a data set, part, configuration and seed replaces it
+        row = json.loads(line)
+        rows[row["data"], row["part"], json.dumps(row["params"], sort_keys=True),
+             row["seed"]] = row
+    rows = list(rows.values())
     lines = [f"# Defaults against the grid ({metric}; Recall@20 beside it)", "",
              "| data | shape (users x items, positives, per item) | defaults | epochs run "
              "| best warprec grid point | ratio | LightFM best grid point | defaults / LightFM "

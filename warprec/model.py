@@ -193,8 +193,10 @@ class WARPFactorizer(FactorRecommender):
         Share of each user's positives held out for early stopping when no
         ``validation_data`` is given (stochastically rounded per user; a user's last
         positive is never held out).
-    n_iter_no_change : int, default 3
-        Epochs without a new best validation score before training stops.
+    n_iter_no_change : int, default 10
+        Epochs without a new best validation score before training stops. The
+        validation score of a small data set is noisy from epoch to epoch, and a short
+        patience stops slowly improving models early (see benchmarks/README.md).
     validation_metric : str, default "ndcg@10"
         ``"<metric>@<k>"`` with metric one of precision, recall, map, mrr, ndcg,
         hit_rate (as :func:`warprec.metrics.evaluate` defines them), computed on at most
@@ -264,7 +266,7 @@ class WARPFactorizer(FactorRecommender):
                  loss="warp", k=None, n=10, top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping=False,
-                 validation_fraction=0.1, n_iter_no_change=3, validation_metric="ndcg@10",
+                 validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
                  verbose=False):
         self.n_components = n_components
         self.epochs = epochs

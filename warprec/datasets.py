@@ -341,8 +341,8 @@ def _sample(rng, truth: PlantedTruth, counts: np.ndarray) -> sp.csr_matrix:
     index_dtype = np.int32 if n_items < 2**31 else np.int64
     indices = np.empty(int(indptr[-1]), dtype=index_dtype)
     seed = np.uint64(rng.integers(0, 2**63, dtype=np.int64))
-    # The parallel kernel costs a few more seconds to compile (once, then cached), so
-    # small problems use the serial one; both give the same output.
+    # The parallel kernel takes longer to compile (once, then cached), so small problems
+    # use the serial one; both give the same output.
     kernel = _sample_parallel if indices.size >= _PARALLEL_FROM else _sample_serial
     n_fallback = kernel(
         seed, indptr, truth.user_taste, truth.cluster_taste, np.log(weight),
@@ -467,9 +467,8 @@ def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: 
     -----
     Memory is proportional to the output plus ``O(n_users * rank + n_items)``. The
     sampling runs in a Numba kernel, threaded from 2 million interactions on (same
-    output whatever the thread count): about 0.1 s for 1 million interactions and
-    10-25 s for 50 million on 2 cores. The first call compiles the kernel (a few
-    seconds; cached on disk afterwards).
+    output whatever the thread count); the cost of a draw does not grow with
+    ``n_items``. The first call compiles the kernel (cached on disk afterwards).
     """
     truth, X, _ = _generate(
         n_users, n_items, n_interactions, rank, n_clusters, popularity_exponent,

@@ -2,8 +2,11 @@
 preference relations.
 
 Both losses are convex, piecewise-linear upper bounds of a weighted count of
-mis-ordered pairs, as described in "Ranking losses for bundle methods" (sec. 1.2,
-ordinal regression, and sec. 1.3, preference relations). Each is available as
+mis-ordered pairs, as described in the appendix "Ranking losses" of Weimer,
+Karatzoglou, Le & Smola 2007, "COFI RANK - Maximum Margin Matrix Factorization for
+Collaborative Ranking" (NIPS 20), which lists the losses a bundle-method solver can use
+besides NDCG: sec. 1.2, ordinal regression (Algorithm 1), and sec. 1.3, preference
+relations (Algorithm 2). Each is available as
 
 * a Numba kernel (``*_loss_grad``) that takes arrays only, writes the gradient into a
   caller-supplied buffer and returns the loss, so a training kernel can call it from
@@ -19,13 +22,13 @@ Sign
     ``C * (1 + f[i] - f[j])``. In ordinal regression the pairs are all ``(i, j)`` with
     ``y[i] < y[j]`` (the item with the *higher* label should score higher); in the
     preference loss, row ``(i, j)`` of ``pairs`` means "``j`` is preferred to ``i``"
-    (the second column is the winner), exactly as in the seed's Algorithm 2.
+    (the second column is the winner), exactly as in the appendix's Algorithm 2.
 Kink (subgradient) convention
     A pair is *active* iff ``1 + f[i] - f[j] > 0`` (strictly), evaluated in floating
     point as ``(1.0 + f[i]) > f[j]``. A pair lying exactly on the hinge
     (``f[j] == 1.0 + f[i]``) contributes 0 to the loss and 0 to the gradient, i.e. we
     return the one-sided subgradient of the inactive side. This matches the strict
-    test ``f_j - f_i < 1`` of the seed's Algorithm 2.
+    test ``f_j - f_i < 1`` of the appendix's Algorithm 2.
 Gradient
     ``grad[k] = dl/df[k]``: each active pair adds ``+C/Z`` to ``grad[i]`` and
     ``-C/Z`` to ``grad[j]`` (``Z`` the normaliser), so the gradient always sums to 0.
@@ -82,7 +85,8 @@ def _n_pairs(counts, m):
 def ordinal_loss_grad(f, y, C, out_grad):
     r"""Ordinal-regression loss and gradient, O(m log m + m n) (Algorithm 1).
 
-    Implements "Ranking losses for bundle methods", sec. 1.2 (Algorithm 1):
+    Implements Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses",
+    sec. 1.2 (Algorithm 1):
 
     .. math::
 
@@ -98,13 +102,13 @@ def ordinal_loss_grad(f, y, C, out_grad):
     f : ndarray of float64, shape (m,)
         Scores.
     y : ndarray of int, shape (m,)
-        Labels, **0-based**: ``0 <= y[t] < n`` (the seed numbers them 1..n).
+        Labels, **0-based**: ``0 <= y[t] < n`` (the paper numbers them 1..n).
         A label outside that range raises ``ValueError``.
     C : ndarray of float64, shape (n, n)
         Cost matrix; only the strict upper triangle ``C[a, b]`` with ``a < b`` is
-        read (cost of the pair "label ``a`` item vs label ``b`` item"). The seed's
-        default is ``C[a, b] = 1`` for ``a < b``; for that case
-        :func:`ordinal_loss_grad_unit` is faster when ``n`` is large.
+        read (cost of the pair "label ``a`` item vs label ``b`` item"). For unit
+        costs, ``C[a, b] = 1`` for ``a < b``, :func:`ordinal_loss_grad_unit` is faster
+        when ``n`` is large.
     out_grad : ndarray of float64, shape (m,)
         Overwritten with :math:`\partial l / \partial f`.
 
@@ -119,10 +123,10 @@ def ordinal_loss_grad(f, y, C, out_grad):
     A pair is active iff ``(1.0 + f[i]) > f[j]`` (a pair exactly on the hinge is
     inactive: zero loss and zero subgradient). Cost: one sort of ``f`` plus an
     O(n) sweep step per item, i.e. O(m log m + m n); O(m log m) for a fixed number
-    of labels as in the seed.
+    of labels as in the paper.
 
     Algorithm: every item ``t`` gives two events, a *lower* event at key ``f[t]``
-    and an *upper* event at key ``1.0 + f[t]`` (the seed uses ``f - 1/2`` and
+    and an *upper* event at key ``1.0 + f[t]`` (Algorithm 1 uses ``f - 1/2`` and
     ``f + 1/2``; shifting both by 1/2 changes nothing and makes the activity test
     bit-identical to ``1 + f_i - f_j > 0``). Pair ``(i, j)`` with ``y_i < y_j`` is
     active iff ``j``'s lower key is below ``i``'s upper key, and then contributes
@@ -236,8 +240,8 @@ def ordinal_loss_grad_unit(f, y, n_labels, out_grad):
     r"""Ordinal-regression loss and gradient with unit costs, O(m log m).
 
     Same loss, conventions and sweep as :func:`ordinal_loss_grad` with
-    ``C[a, b] = 1`` for every ``a < b`` (the seed's default, "Ranking losses for
-    bundle methods", sec. 1.2):
+    ``C[a, b] = 1`` for every ``a < b`` (unit costs; Weimer, Karatzoglou, Le & Smola
+    2007, appendix "Ranking losses", sec. 1.2):
 
     .. math::
 
@@ -320,7 +324,8 @@ def ordinal_loss_grad_unit(f, y, n_labels, out_grad):
 def preference_loss_grad(f, pairs, costs, out_grad):
     r"""Preference-relation loss and gradient, O(|P|) (Algorithm 2).
 
-    Implements "Ranking losses for bundle methods", sec. 1.3 (Algorithm 2):
+    Implements Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses",
+    sec. 1.3 (Algorithm 2):
 
     .. math::
 
@@ -353,7 +358,7 @@ def preference_loss_grad(f, pairs, costs, out_grad):
     Notes
     -----
     A pair is active iff ``(1.0 + f[i]) > f[j]``; a pair exactly on the hinge
-    contributes 0 to the loss and to the gradient (the seed's strict
+    contributes 0 to the loss and to the gradient (Algorithm 2's strict
     ``f_j - f_i < 1``).
     """
     m = f.shape[0]
@@ -434,8 +439,9 @@ def ordinal_loss(f, y, C=None):
         l(f, y) = \frac{1}{M} \sum_{y_i < y_j} C(y_i, y_j)\,\max(0,\ 1 + f_i - f_j),
         \qquad M = \tfrac12\Bigl(m^2 - \sum_k m_k^2\Bigr)
 
-    ("Ranking losses for bundle methods", sec. 1.2, Algorithm 1): an item with a
-    lower label should score at least 1 below each item with a higher label.
+    (Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses", sec. 1.2,
+    Algorithm 1): an item with a lower label should score at least 1 below each item
+    with a higher label.
     Computed in O(m log m) (plus O(m n) for a general cost matrix).
 
     Parameters
@@ -504,9 +510,9 @@ def preference_loss(f, pairs, costs=None):
 
         l(f) = \frac{1}{|P|} \sum_{(i, j) \in P} C(i, j)\,\max(0,\ 1 + f_i - f_j)
 
-    ("Ranking losses for bundle methods", sec. 1.3, Algorithm 2). Each row
-    ``(i, j)`` of ``pairs`` states that **item j is preferred to item i**: ``j``
-    should score at least 1 above ``i``.
+    (Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses", sec. 1.3,
+    Algorithm 2). Each row ``(i, j)`` of ``pairs`` states that **item j is preferred to
+    item i**: ``j`` should score at least 1 above ``i``.
 
     Parameters
     ----------

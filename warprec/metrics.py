@@ -15,10 +15,13 @@ with test items ``R`` and cut-off ``k``,
 * MRR@k = 1 / rank of the first hit in the top k (0 if none);
 
 and means are taken over the users with at least one test item. The definitions
-of MRR, MAP, DCG/NDCG and the weighted Kendall's tau follow the ranking-metrics
-section of the seed texts (MAP worked example, Table 9.3, eq. 9.130); ERU/NERU
-follow the Expected Rank Utility of the bundle-method ranking-losses seed and
-Breese et al.'s R_a.
+of MRR, MAP, DCG/NDCG and the weighted Kendall's tau follow Murphy 2012, "Machine
+Learning: a Probabilistic Perspective", sec. 9.7.4 "Loss functions for ranking" (its
+MAP worked example, eqs. 9.126-9.130 and Table 9.3); ERU/NERU follow the Expected Rank
+Utility of Weimer, Karatzoglou, Le & Smola 2007, "COFI RANK - Maximum Margin Matrix
+Factorization for Collaborative Ranking" (NIPS 20), appendix "Ranking losses",
+sec. 1.4, which takes it from Breese, Heckerman & Kadie 1998, "Empirical analysis of
+predictive algorithms for collaborative filtering" (UAI), where it is R_a.
 """
 
 from __future__ import annotations
@@ -243,8 +246,8 @@ def average_precision_at_k(ranked, relevant, k=None):
     AP@k = (sum of P@i over the positions i <= k holding a relevant item)
     / min(k, |relevant|).
 
-    The seed's example: relevance (1, 0, 1, 0, 1) with three relevant items gives
-    (1/1 + 2/3 + 3/5) / 3 = 0.7556.
+    The example of Murphy 2012, sec. 9.7.4: relevance (1, 0, 1, 0, 1) with three
+    relevant items gives (1/1 + 2/3 + 3/5) / 3 = 0.7556.
 
     Parameters
     ----------
@@ -254,7 +257,7 @@ def average_precision_at_k(ranked, relevant, k=None):
         The relevant items (for graded input, those with a gain > 0).
     k : int or None, default None
         Cut-off, >= 1. None means no cut-off; the denominator is then |relevant|
-        (the seed's uncut AP, eq. 9.127).
+        (the uncut AP of Murphy 2012, eq. 9.127).
 
     Returns
     -------
@@ -417,9 +420,9 @@ def dcg_at_k(gains_in_rank_order, k=None, form="exponential"):
     With ``r_i`` the gain of the item at (1-based) position ``i``:
 
     * ``"exponential"`` (default): DCG@k = sum_{i<=k} (2^{r_i} - 1) / log2(i + 1)
-      (the seed's eq. 9.129; for 0/1 gains it equals the protocol's binary DCG);
+      (Murphy 2012, eq. 9.129; for 0/1 gains it equals the protocol's binary DCG);
     * ``"linear"``: DCG@k = sum_{i<=k} r_i / log2(i + 1);
-    * ``"classic"``: DCG@k = r_1 + sum_{2<=i<=k} r_i / log2(i) (the seed's
+    * ``"classic"``: DCG@k = r_1 + sum_{2<=i<=k} r_i / log2(i) (Murphy 2012,
       eq. 9.128; Table 9.3's gains (3, 2, 3, 0, 1, 2) give 8.09).
 
     Parameters
@@ -478,13 +481,13 @@ def ndcg_at_k(ranked, relevant, k=None, form="exponential"):
 
     Examples
     --------
-    Table 9.3 of the seed (classic form):
+    Table 9.3 of Murphy 2012 (classic form):
 
     >>> round(ndcg_at_k(list("abcdef"), dict(zip("abcdef", (3, 2, 3, 0, 1, 2))),
     ...                 6, form="classic"), 4)
     0.9315
 
-    (the seed's 0.9306 divides the rounded DCG 8.09 by the rounded ideal 8.693).
+    (the table's 0.9306 divides the rounded DCG 8.09 by the rounded ideal 8.693).
     """
     _check_form(form)
     items = _ranked_list(ranked)
@@ -647,7 +650,7 @@ def kendall_tau(ranking_a, ranking_b, weights=None):
     -----
     This is tau-a: a pair tied in either ranking contributes 0 to the numerator
     but still counts in the denominator, so ties pull tau towards 0 (unlike tau-b).
-    It relates to the seed's eq. 9.130 by
+    It relates to Murphy 2012, eq. 9.130, by
     ``weighted_kendall_tau = (kendall_tau + 1) / 2`` for the same weights.
     The unweighted case runs in O(n log n) (scipy's tau-b rescaled by the tie
     counts, with concordant - discordant rounded to its exact integer value); the
@@ -672,7 +675,7 @@ def kendall_tau(ranking_a, ranking_b, weights=None):
 
 
 def weighted_kendall_tau(pi, pi_star, w=None):
-    """Weighted Kendall's tau of the seed's eq. 9.130, in [0, 1].
+    """Weighted Kendall's tau of Murphy 2012, eq. 9.130, in [0, 1].
 
     tau(pi, pi*) = sum_{u<v} w_uv [1 + sgn(pi_u - pi_v) sgn(pi*_u - pi*_v)]
     / (2 sum_{u<v} w_uv).
@@ -722,7 +725,10 @@ def _eru(gains, d, alpha):
 
 
 def expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None):
-    """Expected rank utility (Breese et al.'s R_a) of one ranked list.
+    """Expected rank utility (Breese, Heckerman & Kadie 1998's R_a) of one ranked list.
+
+    As defined in Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses",
+    sec. 1.4:
 
     ERU = sum_{i=1}^{k} 2^{-(i-1)/(alpha-1)} max(y_{pi_i} - d, 0),
 

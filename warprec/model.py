@@ -89,8 +89,12 @@ class WARPFactorizer(FactorRecommender):
     ``1 + f(u, j) > f(u, i)`` or ``max_sampled`` draws pass. After ``N`` draws the rank
     of ``i`` among the ``Y`` negatives is estimated by ``floor((Y - 1) / N)`` (at least 1,
     since a violator exists) and the hinge ``L(rank) * (1 - f(u, i) + f(u, j))`` is
-    descended, with ``L(r) = sum_{j<=r} tau_j`` (Weston, Bengio & Usunier 2010; Usunier et
-    al. 2009). Training is Hogwild SGD in a parallel Numba kernel.
+    descended, with ``L(r) = sum_{j<=r} tau_j``. The loss and the rank estimate are
+    those of Weston, Bengio & Usunier 2010, "Large scale image annotation: learning to
+    rank with joint word-image embeddings" (Machine Learning 81(1)); the rank weighting
+    ``L`` is the ordered weighting of Usunier, Buffoni & Gallinari 2009, "Ranking with
+    ordered weighted pairwise classification" (ICML). Training is Hogwild SGD in a
+    parallel Numba kernel.
 
     Parameters
     ----------
@@ -138,10 +142,12 @@ class WARPFactorizer(FactorRecommender):
         ``"warp-kos"`` uses as positive the ``k``-th best scored of ``n`` positives of the
         user (k-OS WARP); ``"bpr"`` descends ``-log sigmoid(f(u,i) - f(u,j))`` with one
         negative per positive; ``"ordinal"`` treats X's values as grades (e.g. ratings
-        1-5) and, for each positive, descends the ordinal-regression loss of "Ranking
-        losses for bundle methods" (sec. 1.2, :func:`warprec.losses.ordinal_loss`) over a
-        list of the positive, ``n - 1`` more of the user's graded items and
-        ``max_sampled`` unobserved items of grade 0, scaled by the list length.
+        1-5) and, for each positive, descends the ordinal-regression loss of Weimer,
+        Karatzoglou, Le & Smola 2007, "COFI RANK - Maximum Margin Matrix Factorization for
+        Collaborative Ranking" (NIPS 20), appendix "Ranking losses", sec. 1.2
+        (:func:`warprec.losses.ordinal_loss`), over a list of the positive, ``n - 1``
+        more of the user's graded items and ``max_sampled`` unobserved items of grade 0,
+        scaled by the list length.
     k : int or None, default None
         The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
     n : int, default 10
@@ -165,21 +171,20 @@ class WARPFactorizer(FactorRecommender):
         Factors start as ``N(0, init_scale^2 / n_components)``; biases start at 0.
     max_norm : float or None, default None
         If set, factor rows touched by an update are rescaled to Euclidean norm
-        <= max_norm (the norm constraint of Weston et al.'s WSABIE).
+        <= max_norm (the norm constraint of WSABIE in Weston, Bengio & Usunier 2010).
     sample_order : {"auto", "positives", "users"}, default "auto"
         The order in which an epoch visits the positives (a fresh random order every
         epoch). ``"positives"``: all positives shuffled independently (LightFM's
         order). ``"users"``: the users in random order, each user's positives one after
         the other in random order; a user's factor and Adagrad rows then come from
-        memory once per epoch instead of once per positive, which makes epochs about
-        1.4-1.8x faster once the parameters outgrow the CPU caches (measured on 100k users
-        x 40k items, d = 64). ``"auto"``: ``"users"`` when the factors and Adagrad
-        state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else ``"positives"``
-        (on ML-100K ``"users"`` made 1-thread epochs about 0.9x as long but lost up to
-        2% NDCG@10 with some settings; see the README). The
-        order used is ``sample_order_``. The orders give different factors; NDCG@10
-        agreed within 1% with the defaults on ML-100K and on 4M synthetic positives (see
-        the README).
+        memory once per epoch instead of once per positive, which shortens epochs once the
+        parameters outgrow the CPU caches. ``"auto"``: ``"users"`` when the factors and
+        Adagrad state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else
+        ``"positives"``: while the rows stay cached the users order saves little time, and
+        it trains on a less random sequence of updates, which can cost ranking quality.
+        The order used is ``sample_order_``. The orders give different factors. The
+        measurements behind the choice are in docs/design.md ("Sample order: positives or
+        users").
     early_stopping : bool, default False
         Hold out validation positives, score them after every epoch, stop once
         ``n_iter_no_change`` epochs in a row did not beat the best score, and restore the
@@ -907,7 +912,8 @@ def _decode_ids(data, kind):
 
 
 def _epoch_info(epoch, seconds, stats):
-    # summed in Python: a numpy reduction right after an epoch took ~50 us (cold caches)
+    # summed in Python: right after an epoch the caches hold the epoch's data, and a numpy
+    # reduction's setup, run from cold caches, costs more than summing the few values
     total = [sum(column) for column in zip(*stats.tolist())]
     samples = total[_train.STAT_SAMPLES]
     n = max(samples, 1)

@@ -26,9 +26,7 @@ __all__ = ["topk_items"]
 #: computed while the other is processed, see _score_blocks). Large blocks keep the matmul
 #: efficient (BLAS packs the whole item matrix again for every block, and d is small, so
 #: with few users per block packing costs as much as the products) and amortise the
-#: hand-over between BLAS threads and Numba threads. On 100k users x 50k items, d = 64,
-#: 2 threads, evaluate_factors took 9.8 s with 64 MiB blocks (335 users), 7.7 s with
-#: 1024 users and 7.4 s with 2048.
+#: hand-over between BLAS threads and Numba threads.
 BLOCK_BYTES = 256 * 1024 * 1024
 #: Bounds on the number of users scored per block.
 MIN_BLOCK_ROWS = 256
@@ -149,7 +147,8 @@ def _default_block_rows(n_cols, block_size=None):
 
 
 #: Scoring problems of at most this many multiply-adds (all blocks together) are scored
-#: by a Numba kernel rather than BLAS: about 0.1 s of work on 2 cores.
+#: by a Numba kernel rather than BLAS: below it, the BLAS threads left spinning after the
+#: call cost more than BLAS's faster matmul saves (see _score_blocks).
 NUMBA_SCORING_MACS = 2**28
 
 
@@ -160,13 +159,12 @@ def _score_blocks(user_factors, item_factors, users, block_size=None):
 
     Small problems are scored by a Numba kernel on the Numba threads: after a
     multi-threaded call, BLAS's worker threads keep spinning for a while and slow down
-    whatever runs next on the same cores (on 2 cores, training with an evaluation
-    callback every 5 epochs ran 1.75x slower); large problems use BLAS, which is faster
-    per multiply-add and whose cost dominates. There, the matmul of the next block runs
-    in a background thread (BLAS releases the GIL) while the caller's kernel processes
-    the current one, in two alternating buffers: the BLAS threads then work instead of
-    spinning beside that kernel (100k users x 50k items, d = 64, 2 threads:
-    evaluate_factors 8.4-9.4 s -> 6.5-7.0 s; with 128 MiB blocks 7.3-7.6 s).
+    whatever runs next on the same cores (such as the training epochs between the
+    evaluations of a callback); large problems use BLAS, which does more multiply-adds
+    per second and whose matmul dominates their cost. There, the matmul of the next block
+    runs in a background thread (BLAS releases the GIL) while the caller's kernel
+    processes the current one, in two alternating buffers: the BLAS threads then work
+    instead of spinning beside that kernel.
     """
     n_rows, (n_items, d) = users.shape[0], item_factors.shape
     block_rows = _default_block_rows(n_items, block_size)

@@ -1,8 +1,10 @@
 """Rank weightings L(r) = sum_{j<=r} tau_j turning an (estimated) rank into a loss weight.
 
-WARP (Weston, Bengio & Usunier 2010; Usunier et al. 2009) weights the hinge gradient of a
-violating pair by ``L(rank)`` where ``rank`` is the number of negatives scored at least
-as high as the positive and ``tau_1 >= tau_2 >= ... >= 0``:
+WARP (Weston, Bengio & Usunier 2010, "Large scale image annotation: learning to rank with
+joint word-image embeddings", Machine Learning 81(1); after Usunier, Buffoni & Gallinari
+2009) weights the hinge gradient of a violating pair by ``L(rank)`` where ``rank`` is the
+number of negatives scored at least as high as the positive and
+``tau_1 >= tau_2 >= ... >= 0``:
 
 * ``tau_j = 1`` for all j: mean rank, i.e. AUC (``"auc"``);
 * ``tau_1 = 1``, ``tau_j = 0`` for j > 1: precision at 1 (``"precision@1"``);
@@ -12,7 +14,8 @@ as high as the positive and ``tau_1 >= tau_2 >= ... >= 0``:
 * ``L(r) = log(r)`` (``"log"``): LightFM's weighting, for comparison (it is not of the
   non-increasing-tau form: tau_1 = 0).
 
-Ordered Weighted Pairwise Classification (Usunier, Buffoni & Gallinari, ICML 2009) uses
+Ordered Weighted Pairwise Classification (Usunier, Buffoni & Gallinari 2009, "Ranking with
+ordered weighted pairwise classification", ICML) uses
 normalised weights alpha_j^n that depend on the user's number of negatives n and sum to 1,
 ``Phi_n(k) = sum_{j<=k} alpha_j^n``. They are expressed here by two numbers besides the
 table: ``top_fraction`` p restricts the weights to the first ``m = ceil(p * n)`` positions

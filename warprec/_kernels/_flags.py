@@ -7,16 +7,16 @@ SGD for this reason). ``nsz`` is left out too: together with ``reassoc`` it let 
 fold the finiteness check of an update away (tests/test_train_kernel.py catches this).
 
 Inlining. Numba's ``inline="always"`` inlines at the level of Numba's IR and types the
-callee again at every call site: for the training slice that pass took about 9 of its
-13 s of compilation. The arithmetic helpers of the training kernel (``score``, ``_dot``,
-the Adagrad and SGD coordinate steps, the bias steps, the rank weight, the reset of
-non-finite values and max-norm clipping) are therefore plain ``njit`` functions that
-LLVM inlines when it optimises the linked module: the slice compiled in 5.6 s instead
-of 13.2 s, and paired ML-100K epochs took 0.99x the time at 1 thread and 1.00x at 2.
+callee again at every call site; with many small helpers inlined that way, this pass is
+most of the training slice's compile time. The arithmetic helpers of the training
+kernel (``score``, ``_dot``, the Adagrad and SGD coordinate steps, the bias steps, the
+rank weight, the reset of non-finite values and max-norm clipping) are therefore plain
+``njit`` functions, typed once, that LLVM inlines when it optimises the linked module.
 ``inline="always"`` stays on helpers that take row views (see ``JIT_NO_NRT``), on
-``draw_negative`` (left to LLVM it stayed a call, and epochs took about 1.5x as long)
-and on the random streams' and filter's small helpers (left to LLVM as well, they saved
-no further compile time and 2-thread epochs took 1.03x as long).
+``draw_negative`` (LLVM's heuristics leave it a call, inside the loop of negative
+trials) and on the random streams' and filter's small helpers (called in that loop too;
+typing them at each call site adds little compile time). The timings behind these
+choices are in docs/design.md ("What was tried and measured").
 """
 
 FASTMATH = {"reassoc", "contract", "arcp", "afn"}
@@ -27,7 +27,7 @@ JIT = dict(nogil=True, cache=True, fastmath=FASTMATH, error_model="numpy")
 #: Serial hot loops compiled without Numba's reference counting (NRT): every row view
 #: and helper call would otherwise count references with atomic instructions on the
 #: shared arrays' memory-info blocks (cache lines bouncing between threads, and calls
-#: that spill vector registers; ML-100K epochs took about 1.3x as long at 1 thread).
+#: that spill vector registers).
 #: Such a kernel must not allocate: its callers pass work arrays in. The helpers it
 #: calls obey the same rule (the ordinal loss, which sorts and allocates, has its own
 #: slice compiled with NRT). A helper that takes row views (``U[u]``) is inlined by Numba

@@ -260,8 +260,8 @@ def evaluate_rows(scores, biases, train_indptr, train_indices, test_indptr,
     (``warprec._threads.run_in_threads``; it releases the GIL); each claims the next row
     from the shared counter ``next_row[0]`` until none is left, so a thread slowed down
     by another process leaves its rows to the others. Each row's work is
-    :func:`evaluate_user`. Threads in Python instead of a ``prange`` loop: Numba's
-    parallel lowering of the loop took about 3 s of the first call's compilation.
+    :func:`evaluate_user`. Threads in Python instead of a ``prange`` loop, whose parallel
+    lowering would add to the first call's compilation.
 
     Parameters
     ----------

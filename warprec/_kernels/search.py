@@ -1,10 +1,9 @@
 """Binary searches and an in-place sort for sorted arrays in the kernels, written out.
 
-Numba's generic ``np.searchsorted`` and ``np.sort`` compile slowly: each
-specialisation of ``np.searchsorted`` took about 0.5-1 s of a first call's compile time
-(numba:compile events) and ``np.sort`` about 1.8 s (its quicksort and comparison
-helpers), against a fraction of a second for these loops. They give the same answers as
-numpy on arrays without NaN (the kernels' inputs have none).
+Numba's generic ``np.searchsorted`` and ``np.sort`` compile slowly: every
+specialisation of ``np.searchsorted`` is typed and compiled anew, and ``np.sort`` brings
+its quicksort and comparison helpers, where these loops are a few lines each. They give
+the same answers as numpy on arrays without NaN (the kernels' inputs have none).
 """
 
 import numpy as np

@@ -2,9 +2,9 @@
 
 One call runs one epoch over the positives in the order given. Each thread runs one
 slice (a Numba function that releases the GIL; the threads are Python threads, not a
-``prange`` loop, whose compilation took about 4.5 s of the first fit). The slices claim
-contiguous chunks of that order from a shared counter (a thread that runs ahead takes
-more chunks) and update the shared factor matrices without locks (Hogwild).
+``prange`` loop, whose parallel lowering adds to the first fit's compilation). The
+slices claim contiguous chunks of that order from a shared counter (a thread that runs
+ahead takes more chunks) and update the shared factor matrices without locks (Hogwild).
 Each sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample.
 
@@ -42,10 +42,9 @@ N_STATS = 5
 
 #: The factor dimension (the default ``n_components``) for which the negative trials of
 #: :func:`first_violator` score with a constant trip count: the dot product is unrolled,
-#: without the generic loop's control and remainder code (paired ML-100K epochs took
-#: 0.94x the time at 1 and 2 threads). Only there: a fixed-width copy in every scoring
-#: site gave no further gain (and, while Numba inlined the scoring helpers, made the first
-#: fit compile about 3 s longer).
+#: without the generic loop's control and remainder code. Only there: the negative trials
+#: are the kernel's innermost loop, and a fixed-width copy in the other scoring sites gave
+#: no further gain for its compile time.
 FIXED_D = 64
 
 
@@ -145,10 +144,9 @@ def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha):
     accumulators 1), the biases are not written, and ``False`` is returned.
 
     Writing in place instead of into scratch rows first (and copying them after the
-    check) halves the stores of an update: 1-thread ML-100K epochs took about 0.8x
-    the time. Another thread may read a non-finite value in the moment before it is
-    reset; whatever it computes from it is non-finite too, so its own check fails and it
-    resets its rows in the same way.
+    check) halves the stores of an update. Another thread may read a non-finite value in
+    the moment before it is reset; whatever it computes from it is non-finite too, so its
+    own check fails and it resets its rows in the same way.
     """
     d = U.shape[1]
     decay = np.float32(1.0) - lr * alpha
@@ -553,9 +551,8 @@ FILTER_PREFETCH_WORDS = 16
 def prefetch_ids(sample_users, indices, sample_weight, order, t, hi):
     """Ask for the user, item and weight of sample ``t`` (if ``t < hi``): in the positives
     order ``order[t]`` is random, and a sample would otherwise begin by waiting on these
-    three reads one after another. Both paths do this ``2 * SAMPLES_AHEAD`` samples ahead
-    (without the rest of :func:`prefetch_ahead`, 1-thread ML-100K epochs took about 0.93x
-    the time)."""
+    three reads one after another. Both paths do this ``2 * SAMPLES_AHEAD`` samples ahead;
+    without ``prefetch_rows`` (the rows stay cached) it is the only prefetch issued."""
     if t < hi:
         p = order[t]
         prefetch(sample_users, p)
@@ -574,8 +571,7 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
     positives list, which :func:`draw_early` may search at sample ``s + 1``. The user's
     lines are not asked for again when the sample before has the same user (the users
     order visits a user's positives one after another): that saves most of the prefetch
-    instructions there, and a synthetic epoch (4M positives, 2 threads) took about 0.92x
-    the time.
+    instructions there.
     """
     prefetch_ids(sample_users, indices, sample_weight, order, s + 2 * SAMPLES_AHEAD, hi)
     mid = s + SAMPLES_AHEAD
@@ -861,9 +857,10 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     table, top_fraction, normalize
         Rank weighting (see ``warprec.weights``).
     loss_code : int
-        ``LOSS_WARP``, ``LOSS_BPR`` or ``LOSS_ORDINAL`` (the seed's ordinal-regression
-        loss over a list of ``kos_n`` of the user's graded items and ``max_sampled``
-        negatives of grade 0, scaled by the list length).
+        ``LOSS_WARP``, ``LOSS_BPR`` or ``LOSS_ORDINAL`` (the ordinal-regression loss of
+        Weimer, Karatzoglou, Le & Smola 2007, appendix sec. 1.2, see
+        :func:`warprec.losses.ordinal_loss`, over a list of ``kos_n`` of the user's graded
+        items and ``max_sampled`` negatives of grade 0, scaled by the list length).
     exact_rank : bool
         WARP only: score all of the user's negatives, use the true number of margin
         violators as the rank and draw the violator uniformly among them, instead of the
@@ -913,8 +910,9 @@ def train_epoch(U, V, b, GU, GV, Gb, indptr, indices, sample_users, sample_weigh
     # the mode and prefetching travel as None / not-None arguments, which Numba prunes on
     # by type: one compiled specialisation per mode (a fit compiles only the code it
     # runs), and Python calls take the fast dispatch path
-    # (``numba.literally`` arguments re-resolve their types on every call, ~10 ms each,
-    # and do not prune: Numba types the non-literal version first)
+    # (``numba.literally`` arguments re-resolve their types on every call, which costs
+    # far more than the dispatch, and do not prune: Numba types the non-literal version
+    # first)
     if work is None:
         work = EpochWork(n_threads, U.shape[1], V.shape[0], max_sampled, kos_n, loss_code,
                          exact_rank, prefetch_rows)

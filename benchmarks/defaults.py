@@ -252,10 +252,11 @@ def report(out, metric="ndcg@10"):
             es_cell = f"{f[metric]:.4f} ({f['epoch']})"
         tune_cell = tune_ratio = "-"
         if tuned:
-            f = tuned[-1]["final"]
-            tune_cell = (f"{f[metric]:.4f} ({tuned[-1]['params']['time_budget']:.0f} s; "
-                         f"{f['epoch']})")
-            tune_ratio = f"{f[metric] / grid[0]:.3f}" if grid else "-"
+            tuned.sort(key=lambda r: r["params"]["time_budget"])
+            tune_cell = ", ".join(f"{r['final'][metric]:.4f} ({r['params']['time_budget']:.0f} s; "
+                                  f"{r['final']['epoch']} ep)" for r in tuned)
+            if grid:
+                tune_ratio = ", ".join(f"{r['final'][metric] / grid[0]:.3f}" for r in tuned)
         lines.append(f"| {name} | {shape_text} | {dcell} | {d_ep} | {cell(grid)} | {ratio} | "
                      f"{cell(lfm)} | {vs_lfm} | {es_cell} | {long_cell} | {tune_cell} | "
                      f"{tune_ratio} |")

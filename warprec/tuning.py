@@ -130,7 +130,7 @@ class TuneResult:
 
 def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_state=0, *,
          metric: str = "ndcg@10", validation_fraction: float = 0.1,
-         search_space: dict | None = None, max_epochs: int = 200, n_iter_no_change: int = 5,
+         search_space: dict | None = None, max_epochs: int = 200, n_iter_no_change: int = 10,
          verbose: bool = False) -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
@@ -195,7 +195,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
         validation_metric, n_threads, random_state, verbose).
     max_epochs : int, default 200
         Epoch cap of the last rung.
-    n_iter_no_change : int, default 5
+    n_iter_no_change : int, default 10
         Early stopping's patience in every trial.
     verbose : bool, default False
         Show a tqdm progress bar over the budget's seconds with the best score so far.

@@ -54,14 +54,18 @@ class RecommenderBaseTestMixin:
     """Tests of the interface every recommender shares: fit, recommend, predict,
     evaluate, score, save/load and the errors of unfitted models and unseen users."""
 
+    #: The recommender class under test and the parameters of a small, fast instance
+    #: (one thread, few epochs); every test class sets both.
+    model_class = None
+    model_params = {}
     #: Whether the class has ``save(path)`` and a ``load(path)`` class method.
     supports_save = False
     #: The reason shown when the save/load test is skipped.
     no_save_reason = "this recommender has no save/load"
 
     def _make_model(self):
-        """A new, unfitted recommender (small and fast: one thread, few epochs)."""
-        raise NotImplementedError
+        """A new, unfitted recommender."""
+        return self.model_class(**self.model_params)
 
     # ------------------------------------------------------------------ fixtures
     @pytest.fixture(scope="class")

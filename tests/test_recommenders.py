@@ -7,15 +7,13 @@ from warprec.baselines import PopularityRecommender
 
 
 class TestWARPFactorizer(RecommenderBaseTestMixin):
+    model_class = WARPFactorizer
+    model_params = dict(n_components=4, epochs=3, n_threads=1, random_state=0)
     supports_save = True
-
-    def _make_model(self):
-        return WARPFactorizer(n_components=4, epochs=3, n_threads=1, random_state=0)
 
 
 class TestPopularityRecommender(RecommenderBaseTestMixin):
+    model_class = PopularityRecommender
+    model_params = dict(n_threads=1)
     no_save_reason = ("PopularityRecommender has no save/load: it learns nothing but item "
                       "counts, refit in milliseconds")
-
-    def _make_model(self):
-        return PopularityRecommender(n_threads=1)

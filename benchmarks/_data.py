@@ -56,6 +56,30 @@ def _binary_csr(rows, cols, shape):
     return m
 
 
+def from_frames(name, train, test, info):
+    """A Dataset from raw-id train / test frames (columns user_id, item_id), in the shared
+    index space of the module docstring."""
+    users = np.unique(np.concatenate([train["user_id"].to_numpy(), test["user_id"].to_numpy()]))
+    train_items = np.unique(train["item_id"].to_numpy())
+    test_only = np.setdiff1d(np.unique(test["item_id"].to_numpy()), train_items)
+    items = np.concatenate([train_items, test_only])      # train items first
+    n_users, n_known = users.size, train_items.size
+    tr_u, tr_i = np.searchsorted(users, train["user_id"]), np.searchsorted(train_items,
+                                                                            train["item_id"])
+    te_u = np.searchsorted(users, test["user_id"])
+    item_order = np.argsort(items)
+    te_i = item_order[np.searchsorted(items, test["item_id"], sorter=item_order)]
+    known = te_i < n_known
+    train_m = _binary_csr(tr_u, tr_i, (n_users, n_known))
+    test_m = _binary_csr(te_u[known], te_i[known], (n_users, n_known))
+    # distinct (user, item) pairs of the test frame, known or not
+    pairs = np.unique(np.stack([te_u, te_i]), axis=1)
+    n_relevant = np.bincount(pairs[0], minlength=n_users).astype(np.int64)
+    return Dataset(name, train_m, test_m, n_relevant, None,
+                   dict(info, test_only_items=int(test_only.size),
+                        test_rows_on_unknown_items=int((~known).sum())))
+
+
 def load_ml100k(path=ML100K_SPLIT):
     """The fixed ML-100K split (positives = ratings >= 4, already filtered in the files)."""
     import pandas as pd
@@ -65,29 +89,11 @@ def load_ml100k(path=ML100K_SPLIT):
         return None
     train = pd.read_csv(path / "train.csv")
     test = pd.read_csv(path / "test.csv")
-    users = np.unique(np.concatenate([train["user_id"].to_numpy(), test["user_id"].to_numpy()]))
-    train_items = np.unique(train["item_id"].to_numpy())
-    test_only = np.setdiff1d(np.unique(test["item_id"].to_numpy()), train_items)
-    items = np.concatenate([train_items, test_only])      # train items first
-    uidx = {u: k for k, u in enumerate(users)}
-    iidx = {i: k for k, i in enumerate(items)}
-    n_users, n_known = users.size, train_items.size
-    tr_u = train["user_id"].map(uidx).to_numpy()
-    tr_i = train["item_id"].map(iidx).to_numpy()
-    te_u = test["user_id"].map(uidx).to_numpy()
-    te_i = test["item_id"].map(iidx).to_numpy()
-    known = te_i < n_known
-    train_m = _binary_csr(tr_u, tr_i, (n_users, n_known))
-    test_m = _binary_csr(te_u[known], te_i[known], (n_users, n_known))
-    # distinct (user, item) pairs of the test file, known or not
-    pairs = np.unique(np.stack([te_u, te_i]), axis=1)
-    n_relevant = np.bincount(pairs[0], minlength=n_users).astype(np.int64)
-    info = dict(source=str(path), test_only_items=int(test_only.size),
-                test_rows_on_unknown_items=int((~known).sum()),
-                unknown_item_handling=(
-                    "items seen only in test.csv are not scored (no library can learn them "
-                    "from train); their test positives count in |test_u| as misses"))
-    return Dataset("ml100k", train_m, test_m, n_relevant, None, info)
+    return from_frames("ml100k", train, test, dict(
+        source=str(path),
+        unknown_item_handling=("items seen only in test.csv are not scored (no library can "
+                               "learn them from train); their test positives count in "
+                               "|test_u| as misses")))
 
 
 def make_synthetic(n_users=100_000, n_items=40_000, n_interactions=5_000_000, *,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _data import ML100K_SPLIT, Dataset, _binary_csr, load_ml100k, make_synthetic
+from _data import ML100K_SPLIT, from_frames, load_ml100k, make_synthetic
 
 SHARED = Path(os.environ.get("WARPREC_SHARED_DATA", ML100K_SPLIT.parent))
 SYNTHETIC = {
@@ -34,27 +34,6 @@ SYNTHETIC = {
 }
 NAMES = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense",
          "synthetic-5m")
-
-
-def _from_frames(name, train, test, info):
-    """A Dataset from raw-id train / test frames (columns user_id, item_id)."""
-    users = np.unique(np.concatenate([train["user_id"].to_numpy(), test["user_id"].to_numpy()]))
-    train_items = np.unique(train["item_id"].to_numpy())
-    test_only = np.setdiff1d(np.unique(test["item_id"].to_numpy()), train_items)
-    items = np.concatenate([train_items, test_only])
-    n_users, n_known = users.size, train_items.size
-    tr_u, tr_i = np.searchsorted(users, train["user_id"]), np.searchsorted(train_items,
-                                                                            train["item_id"])
-    te_u = np.searchsorted(users, test["user_id"])
-    item_order = np.argsort(items)
-    te_i = item_order[np.searchsorted(items, test["item_id"], sorter=item_order)]
-    known = te_i < n_known
-    train_m = _binary_csr(tr_u, tr_i, (n_users, n_known))
-    test_m = _binary_csr(te_u[known], te_i[known], (n_users, n_known))
-    pairs = np.unique(np.stack([te_u, te_i]), axis=1)
-    n_relevant = np.bincount(pairs[0], minlength=n_users).astype(np.int64)
-    return Dataset(name, train_m, test_m, n_relevant, None,
-                   dict(info, test_only_items=int(test_only.size)))
 
 
 def load(name, *, n_eval_users=10_000):
@@ -69,14 +48,14 @@ def load(name, *, n_eval_users=10_000):
             return None
         df = data.positives(data.read_ratings(path), min_rating=4.0)
         train, test = data.split_random(df, 0.2, random_state=42)
-        return _from_frames(name, train, test, dict(source=str(path), positives=">= 4.0"))
+        return from_frames(name, train, test, dict(source=str(path), positives=">= 4.0"))
     if name == "amazon-book":
         folder = SHARED / "amazon-book-kgat"
         if not (folder / "train.txt").exists():
             return None
         train = data.read_interaction_lists(folder / "train.txt")
         test = data.read_interaction_lists(folder / "test.txt")
-        ds = _from_frames(name, train, test, dict(source=str(folder)))
+        ds = from_frames(name, train, test, dict(source=str(folder)))
         if n_eval_users:
             users = np.flatnonzero(ds.n_relevant > 0)
             ds.eval_users = np.sort(np.random.default_rng(0).choice(users, n_eval_users,

@@ -69,8 +69,6 @@ def run_warprec(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_
     params = dict(params)
     if max_epochs is not None:
         params.setdefault("epochs", max_epochs)
-    if "early_stopping" not in WARPFactorizer().get_params():  # before early stopping existed
-        params.pop("early_stopping", None)
     model = WARPFactorizer(n_components=N_COMPONENTS, n_threads=n_threads, random_state=seed,
                            **params)
     curve, clock = [], dict(eval=0.0)
@@ -89,7 +87,7 @@ def run_warprec(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_
     final = dict(epoch=model.epochs_done_, seconds=seconds,
                  **scorer(model.user_factors_, model.item_factors_, model.item_biases_))
     extra = {}
-    for name in ("best_epoch_", "alpha_", "max_sampled_"):
+    for name in ("best_epoch_", "alpha_", "learning_rate_"):
         if hasattr(model, name):
             value = getattr(model, name)
             extra[name.rstrip("_")] = value.item() if hasattr(value, "item") else value

@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import _data  # noqa: E402
 import _family  # noqa: E402
 import defaults  # noqa: E402
 
@@ -18,13 +19,13 @@ import defaults  # noqa: E402
 def test_frames_share_one_index_space_and_unknown_items_are_misses():
     train = pd.DataFrame({"user_id": [10, 10, 20, 30], "item_id": [7, 8, 8, 9]})
     test = pd.DataFrame({"user_id": [10, 20, 20, 40], "item_id": [9, 7, 99, 8]})
-    ds = _family._from_frames("toy", train, test, {})
+    ds = _data.from_frames("toy", train, test, {})
     # users 10, 20, 30, 40; train items 7, 8, 9 (item 99 only in test)
     assert ds.train.shape == ds.test.shape == (4, 3)
     assert ds.train.toarray().tolist() == [[1, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]]
     assert ds.test.toarray().tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 0], [0, 1, 0]]
     assert ds.n_relevant.tolist() == [1, 2, 0, 1]
-    assert ds.info["test_only_items"] == 1
+    assert ds.info["test_only_items"] == 1 and ds.info["test_rows_on_unknown_items"] == 1
     assert _family.shape(ds)["per_item"] == pytest.approx(4 / 3)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .data import _rank_within_user
 from .metrics import METRIC_NAMES, evaluate_factors
 
 __all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "holdout", "parse_metric"]
@@ -54,9 +55,7 @@ def holdout(matrix, fraction, seed):
     n_held = np.floor(fraction * counts + rng.random(counts.size)).astype(np.int64)
     n_held = np.minimum(n_held, np.maximum(counts - 1, 0))
     rows = np.repeat(np.arange(counts.size), counts)
-    order = np.lexsort((rng.random(matrix.nnz), rows))
-    rank = np.empty(matrix.nnz, np.int64)
-    rank[order] = np.arange(matrix.nnz) - np.repeat(matrix.indptr[:-1].astype(np.int64), counts)
+    rank, _ = _rank_within_user(rows, counts.size, rng.random(matrix.nnz))
     return rank < n_held[rows]
 
 

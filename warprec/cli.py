@@ -53,7 +53,7 @@ def _model_args(parser):
                         "(warprec.model.TUNED_PARAMS)")
     g.add_argument("--early-stopping", action="store_true",
                    help="hold out 10%% of each user's training positives, stop once "
-                        "validation NDCG@10 has not improved for 3 epochs and keep the best "
+                        "validation NDCG@10 has not improved for 10 epochs and keep the best "
                         "epoch (--epochs is then the maximum)")
     g.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")

@@ -994,6 +994,12 @@ def _rank_within_user(user_codes: np.ndarray, n_users: int, *keys) -> tuple[np.n
     return rank, counts[user_codes]
 
 
+def _n_held_out(fraction: float, counts: np.ndarray) -> np.ndarray:
+    """``floor(fraction * n_u)`` rows held out per user; the tiny epsilon keeps e.g.
+    ``0.29 * 100`` from flooring to 28."""
+    return np.floor(float(fraction) * counts + 1e-9).astype(np.int64)
+
+
 def _split_by_mask(df: pd.DataFrame, test: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (df.loc[~test].reset_index(drop=True), df.loc[test].reset_index(drop=True))
 
@@ -1040,9 +1046,7 @@ def split_random(df: pd.DataFrame, test_fraction: float = 0.2,
     users, n_users = _codes(df["user_id"])
     key = rng.random(len(df))
     rank, n_u = _rank_within_user(users, n_users, key)
-    # the tiny epsilon keeps e.g. 0.29 * 100 from flooring to 28
-    n_test = np.floor(float(test_fraction) * n_u + 1e-9).astype(np.int64)
-    return _split_by_mask(df, rank < n_test)
+    return _split_by_mask(df, rank < _n_held_out(test_fraction, n_u))
 
 
 def split_leave_k_out(df: pd.DataFrame, k: int = 1, random_state=0,

@@ -444,11 +444,9 @@ class WARPFactorizer(FactorRecommender):
         else:
             valid, extra = self._as_index_matrix(validation_data, "validation_data", True)
             n_relevant = np.diff(valid.indptr).astype(np.int64) + extra
+        # (the hold-out keeps every user's last positive, so something is left to train on)
         monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
                                       config["n_threads"], n_relevant)
-        if matrix.nnz == 0:
-            raise ValueError("Holding out validation positives left nothing to train on; "
-                             "lower validation_fraction or pass validation_data.")
         return matrix, weights, monitor
 
     def _epochs(self, config, matrix, indptr, users, weights, grades, weighting, neg_cdf, filt,
@@ -456,6 +454,7 @@ class WARPFactorizer(FactorRecommender):
         """The epoch loop of :meth:`_train`."""
         n_threads = config["n_threads"]
         best = _validation.BestSnapshot()
+        stopping = monitor is not None and self.early_stopping
         prefetch_rows = self._outgrows_cache()
         work = _train.EpochWork(n_threads, self.user_factors_.shape[1], matrix.shape[1],
                                 config["max_sampled"], config["kos_n"], config["loss_code"],
@@ -499,7 +498,7 @@ class WARPFactorizer(FactorRecommender):
                 info["validation"] = monitor(self.user_factors_, self.item_factors_,
                                              self.item_biases_)
                 self.validation_scores_.append(info["validation"])
-                if self.early_stopping:
+                if stopping:
                     best.offer(info["validation"], self.epochs_done_, self._parameters())
             self.history_.append(info)
             progress.update(1)
@@ -511,10 +510,9 @@ class WARPFactorizer(FactorRecommender):
             log.debug("epoch %d: %s", epoch, info)
             if callback is not None and callback(self, info) is False:
                 break
-            if monitor is not None and self.early_stopping and \
-                    self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
+            if stopping and self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
                 break
-        if monitor is not None and self.early_stopping and best.epochs is not None:
+        if stopping and best.epochs is not None:
             best.restore(self._parameters())
             self.best_epoch_ = self.epochs_done_ = best.epochs
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ._inputs import POSITIVE_INT, Interval, validate_params
-from .data import _codes, _rank_within_user, _require, _warn_duplicates
+from .data import _codes, _n_held_out, _rank_within_user, _require, _warn_duplicates
 
 __all__ = ["PerUserHoldout"]
 
@@ -145,8 +145,7 @@ class PerUserHoldout:
             raise ValueError(f"PerUserHoldout.split: {missing} row(s) of X have no user_id; "
                              "drop them first (e.g. X.dropna(subset=['user_id'])).")
         counts = np.bincount(users, minlength=n_users)
-        # the epsilon is split_random's: 0.29 * 100 must floor to 29, not 28
-        n_test = np.floor(self.test_fraction * counts + 1e-9).astype(np.int64)
+        n_test = _n_held_out(self.test_fraction, counts)  # split_random's rule
         if not n_test.any():
             raise ValueError(
                 f"PerUserHoldout.split: with test_fraction={self.test_fraction} no user has "

@@ -9,13 +9,14 @@ negative trials are as frequent as in a real fit), then keeps training epoch aft
 epoch while ``perf record`` samples the process (software clock: it also works on VMs
 without hardware counters). Numba's machine code is not in any file perf can read, so the
 script writes ``/tmp/perf-PID.map`` (function addresses from Numba's code libraries) and
-disassembles the training slice's object code with objdump. The kernel is compiled in
+disassembles the epoch kernel's object code with objdump. The kernel is compiled in
 this process (an empty ``NUMBA_CACHE_DIR``; about 15 s), because a cached kernel comes
 without its object code.
 
-Prints the share of samples in the training slice, then its hottest 128-byte blocks and
-instructions. Perf attributes a sample to the instruction *after* the one that stalled
-(skid): a hot instruction right after a load usually means that load missed the cache.
+Prints the share of samples in the epoch kernel's loop (the ``prange`` body), then its
+hottest 128-byte blocks and instructions. Perf attributes a sample to the instruction
+*after* the one that stalled (skid): a hot instruction right after a load usually means
+that load missed the cache.
 Uses private Numba attributes (``_final_module``, ``_get_compiled_object``), checked
 with numba 0.68.
 """
@@ -58,24 +59,28 @@ def _symbols(dispatchers):
     return sorted(symbols), objects
 
 
-def _disassemble(obj):
-    """{offset: instruction} of the first function in an object file's bytes."""
+def _disassemble(obj, name_part):
+    """{offset from the function's start: instruction} of the first function in an
+    object file's bytes whose name contains ``name_part``."""
     with tempfile.NamedTemporaryFile(suffix=".o") as fh:
         fh.write(obj)
         fh.flush()
         text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", fh.name],
                               capture_output=True, text=True, check=True).stdout
-    code, seen_function = {}, 0
+    code, inside, base = {}, False, 0
     for line in text.splitlines():
-        if line.endswith(">:"):
-            seen_function += 1
-            if seen_function > 1:
+        header = re.match(r"([0-9a-f]+) <(.*)>:$", line)
+        if header:
+            if inside:
                 break
+            inside = name_part in header.group(2) and not header.group(2).startswith(
+                ("cfunc", "_ZN7cpython"))
+            base = int(header.group(1), 16)
             continue
         m = re.match(r"\s*([0-9a-f]+):\s+(.*)", line)
-        if m:
-            code[int(m.group(1), 16)] = re.sub(r"<[^>]*?(\+0x[0-9a-f]+)?>",
-                                               lambda g: f"<{g.group(1) or ''}>", m.group(2))
+        if inside and m:
+            code[int(m.group(1), 16) - base] = re.sub(
+                r"<[^>]*?(\+0x[0-9a-f]+)?>", lambda g: f"<{g.group(1) or ''}>", m.group(2))
     return code
 
 
@@ -102,9 +107,12 @@ def main(argv=None):
         return 2
     model = WARPFactorizer(epochs=args.warm_epochs, n_threads=args.threads,
                            random_state=0).fit(ds.train)
-    symbols, objects = _symbols([train.train_slice])
-    if "train_slice" not in objects:
-        print("no object code for train_slice (was it loaded from a cache?)")
+    # the defaults' mode (ML-100K's parameters fit in cache: no prefetching)
+    kernel = train.epoch_kernel(train.Mode(train.LOSS_WARP, exact_rank=False, adagrad=True,
+                                           clip=False, prefetch=model._outgrows_cache()))
+    symbols, objects = _symbols([kernel])
+    if kernel.__name__ not in objects:
+        print("no object code for the epoch kernel (was it loaded from a cache?)")
         return 2
     pid = os.getpid()
     perf_map = Path(f"/tmp/perf-{pid}.map")
@@ -112,7 +120,8 @@ def main(argv=None):
         for k, (address, name) in enumerate(symbols):
             end = symbols[k + 1][0] if k + 1 < len(symbols) else address + (1 << 16)
             fh.write(f"{address:x} {max(end - address, 1):x} {name[-80:]}\n")
-    start = next(a for a, n in symbols if "train_slice" in n and not n.startswith(
+    # the prange body, outlined by Numba into a "gufunc" that every thread runs
+    start = next(a for a, n in symbols if "parfor_gufunc" in n and not n.startswith(
         ("cfunc", "_ZN7cpython")))
     model.set_params(epochs=1)
     done = threading.Event()
@@ -133,19 +142,20 @@ def main(argv=None):
         ips = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip"],
                              capture_output=True, text=True, check=True).stdout.split()
     perf_map.unlink()
-    code = _disassemble(objects["train_slice"])
+    code = _disassemble(objects[kernel.__name__], "parfor_gufunc")
     size = max(code) + 16
     hits = collections.Counter(int(ip, 16) - start for ip in ips
                                if 0 <= int(ip, 16) - start < size)
     total = sum(hits.values())
     print(f"{len(ips)} samples, {total} ({100 * total / max(len(ips), 1):.1f}%) in "
-          f"train_slice ({args.threads} thread(s), ML-100K, after {args.warm_epochs} epochs)")
+          f"the epoch kernel's loop ({args.threads} thread(s), ML-100K, after "
+          f"{args.warm_epochs} epochs)")
     if not total:
         return 1
     blocks = collections.Counter()
     for offset, n in hits.items():
         blocks[offset // 128 * 128] += n
-    print("\nhottest 128-byte blocks of train_slice (offset: share of its samples)")
+    print("\nhottest 128-byte blocks of the loop (offset: share of its samples)")
     for offset, n in blocks.most_common(args.top // 2):
         print(f"  {offset:6x}: {100 * n / total:5.1f}%")
     print("\nhottest instructions (a stall shows on the instruction after it)")

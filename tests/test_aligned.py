@@ -1,10 +1,11 @@
-"""Cache-line-aligned arrays (warprec._aligned) and the model's aligned parameters."""
+"""Cache-line-aligned arrays (warprec._kernels.aligned) and the model's aligned parameters."""
 
 import numpy as np
 import pytest
 
 from warprec import WARPFactorizer
-from warprec._aligned import CACHE_LINE, aligned, aligned_empty, aligned_full
+from warprec._kernels.aligned import aligned, aligned_empty, aligned_full
+from warprec._kernels.config import CACHE_LINE
 from warprec.datasets import make_interactions
 from warprec.model import _PARAMETER_ARRAYS as PARAMETERS
 

@@ -87,9 +87,10 @@ def test_machine_check(quick):
     assert host["status"] == "ok" and host["threads"] == 2
     assert set(host["efficiency"]) == {"latency", "vector", "sgemm"}
     for name, value in host["efficiency"].items():
-        # n threads each doing the work of one: at best as fast as one, at worst n times slower
-        # (with some slack for a busy machine)
-        assert 0.1 < value < 1.5, (name, value)
+        # n threads each doing the work of one: at best as fast as one, at worst n times
+        # slower; a busy machine can disturb either run by a factor of 2 or more, so the
+        # bounds only catch an inverted or broken ratio
+        assert 0.05 < value < 4.0, (name, value)
         assert len(host["efficiency_runs"][name]) == host["repeats"]
         assert host["single_seconds"][name] > 0
 

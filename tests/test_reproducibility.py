@@ -125,7 +125,7 @@ def _recording(monkeypatch):
 
     def record(*args, **kwargs):
         bound = signature.bind(*args, **kwargs).arguments
-        calls.append((bound["seed"], bound["epoch"], np.array(bound["order"])))
+        calls.append((bound["settings"].seed, bound["epoch"], np.array(bound["order"])))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(train_kernel, "train_epoch", record)

@@ -195,8 +195,10 @@ _FORK_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_multi_thread_fits_work_in_forked_children():
-    """A forked child has the parent's pool object but none of its threads; training there
-    must not wait forever for a task that no thread runs."""
+    """After a parallel fit the process can fork and the children can train: warprec asks
+    Numba for a fork-safe threading layer (GNU OpenMP, Numba's default on Linux, would
+    terminate the process at the fork), and a child's pool of worker threads starts
+    afresh."""
     proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -235,3 +237,36 @@ def test_workqueue_threading_layer_does_not_abort():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "workqueue"
+
+
+_LAYER_SCRIPT = textwrap.dedent("""
+    import numba
+    from warprec import WARPFactorizer
+    from warprec.datasets import make_interactions
+
+    WARPFactorizer(n_components=4, epochs=1).fit(make_interactions(50, 30, 300, rank=2))
+    print(numba.threading_layer())
+""")
+
+
+@pytest.mark.parametrize("chosen", [None, "workqueue", "omp"])
+def test_threading_layer_is_fork_safe_unless_the_user_chose_one(chosen):
+    """Without a choice of the user's, warprec's first kernel asks Numba for a fork-safe
+    layer (never GNU OpenMP); a layer set in NUMBA_THREADING_LAYER is used as it is."""
+    env = dict(os.environ)
+    env.pop("NUMBA_THREADING_LAYER", None)
+    if chosen is not None:
+        env["NUMBA_THREADING_LAYER"] = chosen
+    proc = subprocess.run([sys.executable, "-c", _LAYER_SCRIPT], env=env,
+                          capture_output=True, text=True, timeout=300)
+    if chosen == "omp" and proc.returncode != 0 and "OpenMP" in proc.stderr:
+        pytest.skip("no OpenMP threading layer in this Numba")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    layer = proc.stdout.strip()
+    if chosen is None:
+        assert layer in ("tbb", "omp", "workqueue")
+        if layer == "omp":  # only a fork-safe OpenMP runtime, never GNU's
+            from numba.np.ufunc import omppool
+            assert omppool.openmp_vendor != "GNU"
+    else:
+        assert layer == chosen

@@ -10,6 +10,8 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 import naive
+from kernel_calls import filter_of as _filter
+from kernel_calls import run_epoch
 from warprec._kernels import atomic, negatives, rng, train
 from warprec.weights import resolve_rank_weighting
 
@@ -40,12 +42,6 @@ def test_nth_negative_lists_the_negatives_in_order(positives):
     expected = naive.negatives_of(positives, n_items)
     got = [negatives.nth_negative(indices, 0, len(indices), r) for r in range(len(expected))]
     assert got == expected
-
-
-def _filter(X, words=None):
-    """The kernel's positive filter of ``X``: exact by default, else ``words`` wide."""
-    n_words = negatives.filter_words(*X.shape) if words is None else words
-    return negatives.positive_filter(X.indptr, X.indices, X.shape[1], n_words)
 
 
 def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
@@ -80,13 +76,10 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
     fast = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     slow = [a.copy() for a in fast]
-    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
-    stats = np.zeros((1, train.N_STATS))
-    ok = train.train_epoch(*fast, X.indptr.astype(np.int64), X.indices, users, weights,
-                           np.zeros(0, np.int64), order,
-                           table, 1.0, False, loss_code, False, 5, 1, 1, np.zeros(0),
-                           _filter(X, words), 0.1, alpha, max_norm, adagrad, 1234, 3, 1, prefetch,
-                           stats)
+    ok, work = run_epoch(fast, X, order, table, loss=loss_code, adagrad=adagrad, alpha=alpha,
+                         max_norm=max_norm, prefetch=prefetch, words=words, seed=1234, epoch=3,
+                         sample_weight=weights)
+    stats = work.stats
     assert ok
     naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=5,
                      adagrad=adagrad, seed=1234, epoch=3,
@@ -106,17 +99,14 @@ def test_prefetching_changes_no_draw(kos_n, neg_cdf):
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
     cdf = np.cumsum(gen.uniform(0.1, 1.0, X.shape[1])) if neg_cdf else np.zeros(0)
     cdf = cdf / cdf[-1] if neg_cdf else cdf
-    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     results = []
     for prefetch in (False, True):
         params = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
                                                   np.ones_like(b)]
-        stats = np.zeros((1, train.N_STATS))
-        assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), order,
-                                 table, 1.0, False, train.LOSS_WARP, False, 6, 2, kos_n, cdf,
-                                 _filter(X), 0.1, 0.01, 0.0, True, 99, 2, 1, prefetch, stats)
-        results.append((params, stats.copy()))
+        ok, work = run_epoch(params, X, order, table, max_sampled=6, kos_k=2, kos_n=kos_n,
+                             neg_cdf=cdf, alpha=0.01, prefetch=prefetch, seed=99, epoch=2)
+        assert ok
+        results.append((params, work.stats.copy()))
     (fast, fast_stats), (slow, slow_stats) = results
     for a, b_ in zip(fast, slow):
         assert a.tobytes() == b_.tobytes()
@@ -136,14 +126,11 @@ def test_kernel_leaves_no_non_finite_parameter(adagrad, max_norm, n_threads):
     V[::2] = -1e37
     params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     before = [p.copy() for p in params]
-    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("auc", X.shape[1]).table
     # BPR updates every positive: the first update already overflows
-    ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                           np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz),
-                           table, 1.0, False, train.LOSS_BPR, False, 5, 1, 1, np.zeros(0),
-                           _filter(X), 1e6, 0.0, max_norm, adagrad, 1, 0, n_threads, False,
-                           np.zeros((n_threads, train.N_STATS)))
+    ok, _ = run_epoch(params, X, np.arange(X.nnz), table, loss=train.LOSS_BPR,
+                      learning_rate=1e6, max_norm=max_norm, adagrad=adagrad, seed=1,
+                      n_threads=n_threads)
     assert not ok
     for p in params:
         assert np.isfinite(p).all()
@@ -160,46 +147,44 @@ def test_kernel_leaves_no_non_finite_parameter(adagrad, max_norm, n_threads):
 
 
 def test_work_arrays_made_once_serve_every_epoch():
-    """A fit makes the slices' work arrays once (``EpochWork``): epochs that share them
+    """A fit makes the slices' work arrays once (``make_work``): epochs that share them
     give the same parameters as epochs that make their own, also after an epoch that
     stopped on a non-finite update (the stop flag and chunk counter start afresh)."""
     X, U, V, b, gen = _problem(5, n_users=20, n_items=40, density=0.2)
-    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
     orders = [gen.permutation(X.nnz) for _ in range(3)]
+    settings = dict(max_sampled=6, kos_k=2, alpha=0.01, prefetch=True, seed=99)
 
     def warp_epochs(work):
-        # the arguments of test_prefetching_changes_no_draw: its compiled kernel
+        # the settings of test_prefetching_changes_no_draw: its compiled kernel
         params = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
                                                   np.ones_like(b)]
         for epoch in range(3):
-            stats = np.zeros((1, train.N_STATS))
-            assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                                     np.ones(X.nnz, np.float32), np.zeros(0, np.int64),
-                                     orders[epoch], table, 1.0, False, train.LOSS_WARP,
-                                     False, 6, 2, 1, np.zeros(0), _filter(X), 0.1, 0.01, 0.0,
-                                     True, 99, epoch, 1, True, stats, work)
-            assert stats[0, train.STAT_SAMPLES] == X.nnz
+            ok, used = run_epoch(params, X, orders[epoch], table, epoch=epoch, work=work,
+                                 **settings)
+            assert ok
+            assert used.stats[0, train.STAT_SAMPLES] == X.nnz
         return params
 
-    shared = train.EpochWork(1, U.shape[1], X.shape[1], 6, 1, train.LOSS_WARP, False, True)
+    mode = train.Mode(train.LOSS_WARP, exact_rank=False, adagrad=True, clip=False,
+                      prefetch=True)
+    shared = train.make_work(mode, 1, U.shape[1], X.shape[1], 6, 1)
     for got, want in zip(warp_epochs(shared), warp_epochs(None)):
         assert got.tobytes() == want.tobytes()
 
-    # BPR on 2 threads (the arguments of test_kernel_leaves_no_non_finite_parameter)
-    work = train.EpochWork(2, U.shape[1], X.shape[1], 5, 1, train.LOSS_BPR, False, False)
+    # BPR on 2 threads (the settings of test_kernel_leaves_no_non_finite_parameter)
+    mode = train.Mode(train.LOSS_BPR, exact_rank=False, adagrad=True, clip=False,
+                      prefetch=False)
+    work = train.make_work(mode, 2, U.shape[1], X.shape[1], 5, 1)
     for scale, expect_ok in ((1e37, False), (0.3, True)):
         params = [np.full_like(U, 10.0), (V * scale).astype(np.float32), b.copy(),
                   np.ones_like(U), np.ones_like(V), np.ones_like(b)]
-        stats = np.zeros((2, train.N_STATS))
-        ok = train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                               np.ones(X.nnz, np.float32), np.zeros(0, np.int64),
-                               np.arange(X.nnz), table, 1.0, False, train.LOSS_BPR, False, 5,
-                               1, 1, np.zeros(0), _filter(X), 1e6 if not expect_ok else 0.1,
-                               0.0, 0.0, True, 1, 0, 2, False, stats, work)
+        ok, _ = run_epoch(params, X, np.arange(X.nnz), table, loss=train.LOSS_BPR,
+                          learning_rate=1e6 if not expect_ok else 0.1, seed=1, n_threads=2,
+                          work=work)
         assert ok == expect_ok
         if expect_ok:
-            assert stats[:, train.STAT_SAMPLES].sum() == X.nnz
+            assert work.stats[:, train.STAT_SAMPLES].sum() == X.nnz
 
 
 def test_nth_negative_random_rows():
@@ -286,13 +271,11 @@ def test_exact_rank_mode_counts_every_violator():
     X, U, V, b, gen = _problem(5)
     table = resolve_rank_weighting("auc", X.shape[1]).table
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
-    stats = np.zeros((1, train.N_STATS))
     params = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     # learning_rate 0 turns the epoch into a pure evaluation of the rank loss
-    train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                      np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.arange(X.nnz),
-                      table, 1.0, False, train.LOSS_WARP, True, 5, 1, 1, np.zeros(0),
-                      _filter(X), 0.0, 0.0, 0.0, False, 1, 0, 1, False, stats)
+    _, work = run_epoch(params, X, np.arange(X.nnz), table, exact_rank=True, adagrad=False,
+                        learning_rate=0.0, seed=1)
+    stats = work.stats
     scores = U @ V.T + b
     expected = 0.0
     for u in range(X.shape[0]):
@@ -305,23 +288,25 @@ def test_exact_rank_mode_counts_every_violator():
 
 _COMPILED_PATHS = """
 import numpy as np, scipy.sparse as sp
-from warprec import WARPFactorizer, losses
-from warprec._kernels import train
+from warprec import WARPFactorizer
+from warprec._kernels import losses, train
 X = sp.random(30, 20, density=0.2, format="csr", random_state=0)
 WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(X)
+print(train.epoch_kernel.cache_info().currsize)
 for f in (train.exact_violator, train.list_update, train.ordinal_list,
-          losses.ordinal_loss_grad_unit):
+          losses.ordinal_loss_grad_unit, train.ordinal_slice):
     print(len(f.signatures))
 """
 
 
 def test_a_fit_compiles_only_the_code_of_its_loss(tmp_path):
-    # the first fit's compile time depends on Numba pruning the other losses' branches
-    # (they travel as None arguments); an empty cache makes everything compile here
+    # the first fit's compile time depends on Numba pruning the other modes' branches
+    # (the mode's flags are constants of the compiled variant) and compiling one variant;
+    # an empty cache makes everything compile here
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", _COMPILED_PATHS], env=env, check=True,
                          capture_output=True, text=True).stdout.split()
-    assert out == ["0", "0", "0", "0"]
+    assert out == ["1", "0", "0", "0", "0", "0"]
 
 
 @njit(parallel=True)
@@ -346,15 +331,12 @@ def test_threads_visit_every_positive_once(n, n_threads):
     chunks cover the order exactly once (the per-thread sample counts add up to it)."""
     X, U, V, b, gen = _problem(13, n_users=50, n_items=200, density=0.3)
     order = gen.choice(X.nnz, n, replace=False)
-    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
     params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
-    stats = np.zeros((n_threads, train.N_STATS))
-    assert train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, users,
-                             np.ones(X.nnz, np.float32), np.zeros(0, np.int64), order, table,
-                             1.0, False, train.LOSS_WARP, False, 5, 1, 1, np.zeros(0),
-                             _filter(X), 0.05, 0.0, 0.0, True, 3, 0, n_threads, False, stats)
-    assert stats[:, train.STAT_SAMPLES].sum() == n
+    ok, work = run_epoch(params, X, order, table, learning_rate=0.05, seed=3,
+                         n_threads=n_threads)
+    assert ok
+    assert work.stats[:, train.STAT_SAMPLES].sum() == n
     assert train.chunk_size(n, n_threads) >= train.CHUNK_MIN
 
 
@@ -366,3 +348,17 @@ def test_thread_rows_keep_threads_off_shared_cache_lines(width, itemsize):
         pad_bytes = (padded - rows) * width * itemsize
         assert pad_bytes >= 64  # a thread's used rows and the next thread's are a line apart
         assert pad_bytes - width * itemsize < 64  # and no more padding than that
+
+
+def test_epoch_kernel_is_one_cached_variant_per_mode():
+    """``epoch_kernel`` hands out one compiled variant per mode and refuses combinations
+    that no estimator setting makes (checked before anything compiles)."""
+    warp = train.Mode(train.LOSS_WARP, exact_rank=False, adagrad=True, clip=False,
+                      prefetch=False)
+    assert train.epoch_kernel(warp) is train.epoch_kernel(train.Mode(*warp))
+    assert train.epoch_kernel(warp) is not train.epoch_kernel(warp._replace(adagrad=False))
+    for bad in (warp._replace(loss=train.LOSS_BPR, exact_rank=True),
+                warp._replace(loss=train.LOSS_ORDINAL, prefetch=True),
+                warp._replace(loss=7)):
+        with pytest.raises(ValueError):
+            train.epoch_kernel(bad)

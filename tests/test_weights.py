@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from warprec._kernels import negatives as kernel_negatives
+from kernel_calls import run_epoch
 from warprec._kernels import train
 from warprec.weights import resolve_rank_weighting
 
@@ -86,14 +86,13 @@ def test_kernel_rank_loss_equals_seed_error(name, extra):
     X = sp.csr_matrix((np.ones(3, np.float32), (np.zeros(3, int), relevant)),
                       shape=(1, n_items))
     X.indices = X.indices.astype(np.int32)
-    stats = np.zeros((1, train.N_STATS))
     params = [U, V, b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
-    train.train_epoch(*params, X.indptr.astype(np.int64), X.indices, np.zeros(3, np.int32),
-                      np.full(3, 1 / 3, np.float32), np.zeros(0, np.int64), np.arange(3),
-                      weighting.table, weighting.top_fraction, weighting.normalize,
-                      train.LOSS_WARP, True, 10, 1, 1, np.zeros(0),
-                      kernel_negatives.positive_filter(X.indptr, X.indices, n_items, 1), 0.0,
-                      0.0, 0.0, True, 0, 0, 1, False, stats)
+    _, work = run_epoch(params, X, np.arange(3), weighting.table, exact_rank=True,
+                        max_sampled=10, learning_rate=0.0, words=1, seed=0,
+                        users=np.zeros(3, np.int32),
+                        sample_weight=np.full(3, 1 / 3, np.float32),
+                        top_fraction=weighting.top_fraction, normalize=weighting.normalize)
+    stats = work.stats
     assert stats[0, train.STAT_RANK_LOSS] == pytest.approx(expected, rel=1e-6)
     np.testing.assert_array_equal(b, scores)  # learning rate 0: scores unchanged
 

@@ -17,6 +17,30 @@ from .exceptions import WarprecWarning
 __all__ = ["resolve_threads", "kernel_threads", "run_in_threads"]
 
 _KERNEL_LOCK = threading.RLock()
+_LAYER_CHOSEN = False
+
+
+def _choose_threading_layer():
+    """Before warprec's first parallel kernel: ask Numba for a fork-safe threading layer
+    (``"forksafe"``: TBB if installed, an OpenMP runtime other than GNU's, else
+    ``workqueue``), unless the user chose one (``NUMBA_THREADING_LAYER`` or
+    ``numba.config.THREADING_LAYER``) or a parallel kernel already chose it.
+
+    Numba's own default prefers GNU OpenMP (the runtime of Linux wheels) to
+    ``workqueue``; GNU OpenMP terminates the process on ``os.fork()`` after any parallel
+    call, which ``multiprocessing``'s fork start method does. ``workqueue`` is fork-safe
+    and :func:`kernel_threads` serialises its launches, which makes it thread-safe too.
+    """
+    global _LAYER_CHOSEN
+    if _LAYER_CHOSEN:
+        return
+    _LAYER_CHOSEN = True
+    if os.environ.get("NUMBA_THREADING_LAYER") or numba.config.THREADING_LAYER != "default":
+        return
+    try:
+        numba.threading_layer()
+    except ValueError:  # not chosen yet
+        numba.config.THREADING_LAYER = "forksafe"
 
 
 def resolve_threads(n_threads):
@@ -36,9 +60,10 @@ def kernel_threads(n_threads):
     """Run parallel kernels in the body with ``n_threads`` threads, safely.
 
     Sets Numba's (thread-local) thread count and restores it afterwards. Numba's
-    ``workqueue`` threading layer (its fallback when neither TBB nor OpenMP is installed)
-    aborts the process on concurrent launches from several Python threads, so unless the
-    layer is ``omp`` or ``tbb`` the body runs under a re-entrant lock.
+    ``workqueue`` threading layer (warprec's choice when TBB is not installed, see
+    :func:`_choose_threading_layer`) aborts the process on concurrent launches from
+    several Python threads, so unless the layer is ``omp`` or ``tbb`` the body runs under
+    a re-entrant lock: concurrent calls then take turns, kernel by kernel.
 
     Yields
     ------
@@ -46,6 +71,7 @@ def kernel_threads(n_threads):
         The resolved thread count.
     """
     n = resolve_threads(n_threads)
+    _choose_threading_layer()
     try:
         layer = numba.threading_layer()
     except ValueError:  # no parallel kernel has run yet: the layer is not chosen

@@ -10,15 +10,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._kernels.config import VALIDATION_MAX_USERS
 from .data import _rank_within_user
 from .metrics import METRIC_NAMES, evaluate_factors
 
 __all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "holdout", "parse_metric"]
 
-#: Users scored per validation check at most (a fixed seeded sample of the users with
-#: validation positives): the check then costs at most this many users' top-k, whatever
-#: the data size.
-VALIDATION_MAX_USERS = 10_000
 
 
 def parse_metric(text):

@@ -47,6 +47,8 @@ from numba import njit, prange
 
 from ._inputs import Interval, validate_param
 from ._kernels._flags import JIT, PJIT
+from ._kernels.config import DATASETS_PARALLEL_FROM
+from ._threads import kernel_threads
 from ._kernels.search import count_at_most
 from ._kernels.rng import mix64
 from .exceptions import WarprecWarning
@@ -194,7 +196,6 @@ def _activity(rng, n_users, total, min_per_user, max_per_user, exponent) -> np.n
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S11 = np.uint64(11)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2 ** -53
-_PARALLEL_FROM = 2_000_000            # interactions from which the threaded kernel runs
 
 
 @njit(**JIT)
@@ -343,12 +344,13 @@ def _sample(rng, truth: PlantedTruth, counts: np.ndarray) -> sp.csr_matrix:
     seed = np.uint64(rng.integers(0, 2**63, dtype=np.int64))
     # The parallel kernel takes longer to compile (once, then cached), so small problems
     # use the serial one; both give the same output.
-    kernel = _sample_parallel if indices.size >= _PARALLEL_FROM else _sample_serial
-    n_fallback = kernel(
-        seed, indptr, truth.user_taste, truth.cluster_taste, np.log(weight),
-        1.0 / truth.temperature, truth.taste_strength, global_cdf,
-        cluster_start.astype(np.int64), cluster_end.astype(np.int64), within,
-        by_cluster.astype(index_dtype), pop_order.astype(index_dtype), indices)
+    kernel = _sample_parallel if indices.size >= DATASETS_PARALLEL_FROM else _sample_serial
+    with kernel_threads(None):
+        n_fallback = kernel(
+            seed, indptr, truth.user_taste, truth.cluster_taste, np.log(weight),
+            1.0 / truth.temperature, truth.taste_strength, global_cdf,
+            cluster_start.astype(np.int64), cluster_end.astype(np.int64), within,
+            by_cluster.astype(index_dtype), pop_order.astype(index_dtype), indices)
     if n_fallback:
         warnings.warn(
             f"{n_fallback} users asked for so many distinct items that random draws could "

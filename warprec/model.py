@@ -21,19 +21,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
-from ._aligned import aligned, aligned_full
+from . import _validation
 from ._base import FactorRecommender, fit_input
-from ._threads import resolve_threads
 from ._inputs import (POSITIVE_INT, RANDOM_STATE, Interval, Options, check_positive_int,
                       validate_params)
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
-from . import _validation
+from ._kernels.aligned import aligned, aligned_full
+from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_LR,
+                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, PREFETCH_ABOVE_BYTES,
+                              TUNED_PARAMS)
+from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
 
-__all__ = ["WARPFactorizer"]
+__all__ = ["WARPFactorizer", "TUNED_PARAMS"]
 
 log = logging.getLogger(__name__)
 
@@ -42,42 +45,11 @@ _LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train
            "ordinal": _train.LOSS_ORDINAL}
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
-#: Factor + Adagrad bytes above which the kernel prefetches rows (about an L2 cache's worth
-#: of parameters per core plus the shared L3's; below it the rows stay cached anyway).
-PREFETCH_ABOVE_BYTES = 8 * 2**20
 #: The fitted arrays the training kernel updates.
 _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
                      "item_grad_sq_", "bias_grad_sq_")
 _ESTIMATORS = ("sampled", "exact")
 _ORDERS = ("auto", "positives", "users")
-
-#: A configuration tuned on the ML-100K benchmark split alone (d = 64), kept for
-#: ``warprec fit --tuned`` and the speed benchmark's "tuned" pair: the values that 0.1's
-#: automatic decay gave there (alpha 0.009 at this rate). It is not a default for other
-#: data; :func:`warprec.tune` finds one for yours.
-TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.009, max_sampled=30, epochs=40)
-
-#: ``learning_rate="auto"`` resolves to ``min(AUTO_LR / positives per user, AUTO_LR_ITEM *
-#: sqrt(positives per item))`` clipped to ``[AUTO_LR_MIN, AUTO_LR_MAX]``. Adagrad's
-#: accumulators start at 1, so in the first epochs its steps are close to plain SGD steps
-#: and a user row moves about ``learning_rate * positives per user`` per epoch: users with
-#: few positives need a faster rate to be trained in the same epochs (the first term).
-#: The second term bounds the rate on catalogues whose items have only a few positives
-#: each, which a fast rate overfits within a few epochs; the floor is the rate at which no
-#: data set of the family lost quality with more epochs (see docs/design.md).
-AUTO_LR = 0.46
-AUTO_LR_ITEM = 0.011
-AUTO_LR_MIN = 0.02
-AUTO_LR_MAX = 0.1
-
-#: ``alpha="auto"`` resolves to ``AUTO_ALPHA * min(learning_rate, AUTO_ALPHA_LR_CAP) *
-#: n_items / n_positives``, at most ``AUTO_ALPHA_MAX``. The decay is applied on every
-#: update of a row, so its strength per epoch grows with the updates an item row gets
-#: (positives per item); the rule keeps it the same across data sizes, and the cap keeps
-#: catalogues of items with one or two positives from being decayed to nothing.
-AUTO_ALPHA = 3.5
-AUTO_ALPHA_LR_CAP = 0.05
-AUTO_ALPHA_MAX = 0.03
 
 
 class WARPFactorizer(FactorRecommender):
@@ -415,12 +387,24 @@ class WARPFactorizer(FactorRecommender):
         filt = _negatives.positive_filter(
             indptr, matrix.indices, matrix.shape[1],
             _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
-        grades = self._grades(matrix, config)
-        stats = np.zeros((n_threads, _train.N_STATS))
+        positives = _train.Positives(indptr, matrix.indices, users, weights,
+                                     self._grades(matrix, config), neg_cdf, filt)
+        settings = _train.Settings(
+            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
+            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
+            kos_k=config["kos_k"], kos_n=config["kos_n"], rank_table=weighting.table,
+            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
+            seed=self.seed_)
+        ordinal = config["loss_code"] == _train.LOSS_ORDINAL
+        mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
+                           adagrad=config["adagrad"], clip=bool(self.max_norm),
+                           prefetch=self._outgrows_cache() and not ordinal)
+        work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
+                                config["max_sampled"], config["kos_n"])
         progress = _progress(config["epochs"], self.verbose)
         try:
-            self._epochs(config, matrix, indptr, users, weights, grades, weighting, neg_cdf,
-                         filt, stats, progress, callback, monitor)
+            self._epochs(config, matrix, mode, positives, settings, work, progress, callback,
+                         monitor)
         finally:
             progress.close()
         return self
@@ -449,30 +433,19 @@ class WARPFactorizer(FactorRecommender):
                                       config["n_threads"], n_relevant)
         return matrix, weights, monitor
 
-    def _epochs(self, config, matrix, indptr, users, weights, grades, weighting, neg_cdf, filt,
-                stats, progress, callback, monitor):
+    def _epochs(self, config, matrix, mode, positives, settings, work, progress, callback,
+                monitor):
         """The epoch loop of :meth:`_train`."""
-        n_threads = config["n_threads"]
         best = _validation.BestSnapshot()
         stopping = monitor is not None and self.early_stopping
-        prefetch_rows = self._outgrows_cache()
-        work = _train.EpochWork(n_threads, self.user_factors_.shape[1], matrix.shape[1],
-                                config["max_sampled"], config["kos_n"], config["loss_code"],
-                                config["exact_rank"], prefetch_rows)
         order = None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
-            order = self._epoch_order(matrix, epoch, order, indptr)
+            order = self._epoch_order(matrix, epoch, order, positives.indptr)
+            params = _train.Parameters(*self._parameters().values())
             tic = time.perf_counter()
-            ok = _train.train_epoch(
-                self.user_factors_, self.item_factors_, self.item_biases_,
-                self.user_grad_sq_, self.item_grad_sq_, self.bias_grad_sq_,
-                indptr, matrix.indices, users, weights, grades, order,
-                weighting.table, weighting.top_fraction, weighting.normalize,
-                config["loss_code"], config["exact_rank"], config["max_sampled"],
-                config["kos_k"], config["kos_n"], neg_cdf, filt, self.learning_rate_,
-                self.alpha_, float(self.max_norm or 0.0), config["adagrad"],
-                self.seed_, epoch, n_threads, prefetch_rows, stats, work)
+            with kernel_threads(config["n_threads"]):
+                ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
                 what = ("an update made parameters NaN or infinite"
@@ -492,7 +465,7 @@ class WARPFactorizer(FactorRecommender):
                        if self.learning_rate_ * self.alpha_ >= 1 else "")
                     + "; very large init_scale, sample weights or rank weights also "
                     "cause this.", epoch)
-            info = _epoch_info(epoch, seconds, stats)
+            info = _epoch_info(epoch, seconds, work.stats)
             self.epochs_done_ += 1
             if monitor is not None:
                 info["validation"] = monitor(self.user_factors_, self.item_factors_,
@@ -569,7 +542,7 @@ class WARPFactorizer(FactorRecommender):
 
     def _align_parameters(self):
         """Give the parameter arrays cache-line-aligned data (a copy of those without,
-        e.g. after ``load`` or a replaced attribute; see ``warprec._aligned``)."""
+        e.g. after ``load`` or a replaced attribute; see ``warprec._kernels.aligned``)."""
         for name in _PARAMETER_ARRAYS:
             setattr(self, name, aligned(getattr(self, name)))
 
@@ -697,7 +670,7 @@ class WARPFactorizer(FactorRecommender):
         rng = np.random.default_rng(self.random_state)
         self.seed_ = int(rng.integers(0, 2**63 - 1))
         scale = float(self.init_scale) / np.sqrt(d)
-        # cache-line-aligned parameters (see warprec._aligned)
+        # cache-line-aligned parameters (see warprec._kernels.aligned)
         f32 = np.float32
         self.user_factors_ = aligned_full((n_users, d), rng.standard_normal((n_users, d)) * scale,
                                           f32)

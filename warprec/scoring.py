@@ -17,20 +17,12 @@ import scipy.sparse as sp
 
 from ._inputs import as_interaction_matrix, check_k, check_positive_int
 from ._kernels.scores import dot_rows
+from ._kernels.config import BLOCK_BYTES, MAX_BLOCK_ROWS, MIN_BLOCK_ROWS, NUMBA_SCORING_MACS
 from ._kernels.topk import topk_rows
 from ._threads import kernel_threads
 
 __all__ = ["topk_items"]
 
-#: Target size in bytes of one block of float32 scores (large problems keep two: one is
-#: computed while the other is processed, see _score_blocks). Large blocks keep the matmul
-#: efficient (BLAS packs the whole item matrix again for every block, and d is small, so
-#: with few users per block packing costs as much as the products) and amortise the
-#: hand-over between BLAS threads and Numba threads.
-BLOCK_BYTES = 256 * 1024 * 1024
-#: Bounds on the number of users scored per block.
-MIN_BLOCK_ROWS = 256
-MAX_BLOCK_ROWS = 2048
 
 
 def _as_float32_matrix(values, name):
@@ -146,10 +138,6 @@ def _default_block_rows(n_cols, block_size=None):
     return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
 
 
-#: Scoring problems of at most this many multiply-adds (all blocks together) are scored
-#: by a Numba kernel rather than BLAS: below it, the BLAS threads left spinning after the
-#: call cost more than BLAS's faster matmul saves (see _score_blocks).
-NUMBA_SCORING_MACS = 2**28
 
 
 def _score_blocks(user_factors, item_factors, users, block_size=None):

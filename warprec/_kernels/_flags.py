@@ -38,3 +38,7 @@ JIT_NO_NRT = dict(JIT, _nrt=False)
 
 #: Keyword arguments for ``numba.njit`` on kernels that use ``prange``.
 PJIT = dict(JIT, parallel=True)
+
+#: A parallel kernel without reference counting: the epoch kernels of WARP and BPR, whose
+#: ``prange`` body inlines the serial hot loop (the rules of ``JIT_NO_NRT`` apply to it).
+PJIT_NO_NRT = dict(PJIT, _nrt=False)

@@ -21,10 +21,7 @@ from numba.np.arrayobj import make_array, populate_array
 
 @intrinsic
 def borrow(typingctx, array):
-    """``array`` without its memory-info block (see the module docstring); ``None`` stays
-    ``None`` (optional arrays)."""
-    if isinstance(array, types.NoneType):
-        return array(array), lambda context, builder, signature, args: args[0]
+    """``array`` without its memory-info block (see the module docstring)."""
     if not isinstance(array, types.Array):
         return None
     sig = array(array)

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from ._flags import JIT
+from .config import AUC_CHUNK, LINEAR_WIDTH
 from .atomic import fetch_add
 from .search import count_at_most, count_below, sort_in_place
 from .topk import mask_columns, select_topk
@@ -26,10 +27,6 @@ AUC = 6
 NDCG_GRADED = 7
 N_METRICS = 8
 
-#: Relevant sets up to this size are counted with one SIMD compare per column.
-LINEAR_WIDTH = 16
-#: Columns per lockstep batch of binary searches in the AUC pass.
-AUC_CHUNK = 256
 
 
 @njit(**JIT)

@@ -25,15 +25,12 @@ import numpy as np
 from numba import njit
 
 from ._flags import JIT
+from .config import FILTER_MAX_BYTES, REDRAWS
 from .rng import draw_below, draw_unit
 from .search import bisect, count_at_most
 
-#: Positives redrawn in a row before an exact draw among the negatives is taken.
-REDRAWS = 32
 #: Stream positions of a draw's successive attempts are this far apart.
 ATTEMPT_STRIDE = 1 << 40
-#: Bytes the filters of all users may take; above it they are hashed to fewer words.
-FILTER_MAX_BYTES = 16 * 2**20
 
 _HASH = np.uint64(0x9E3779B97F4A7C15)
 _ONE = np.uint64(1)

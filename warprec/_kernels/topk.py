@@ -25,9 +25,8 @@ import numpy as np
 from numba import njit, prange
 
 from ._flags import JIT, PJIT
+from .config import SCAN_CHUNK
 
-#: Columns scanned per chunk once the heap is full (one vectorised count per chunk).
-SCAN_CHUNK = 64
 
 
 @njit(**JIT)

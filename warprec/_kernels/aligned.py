@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CACHE_LINE", "aligned_empty", "aligned_full", "aligned"]
+from .config import CACHE_LINE
 
-#: Bytes of a cache line (x86-64, ARM64): the alignment given to parameter arrays.
-CACHE_LINE = 64
+__all__ = ["aligned_empty", "aligned_full", "aligned"]
 
 
 def aligned_empty(shape, dtype):

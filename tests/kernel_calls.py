@@ -1,0 +1,41 @@
+"""One call of the training kernel (``warprec._kernels.train.train_epoch``) from a matrix
+and keyword settings, for the tests that drive the kernel directly."""
+
+import numpy as np
+
+from warprec._kernels import negatives, train
+
+
+def filter_of(X, words=None):
+    """The kernel's positive filter of ``X``: exact by default, else ``words`` wide."""
+    n_words = negatives.filter_words(*X.shape) if words is None else words
+    return negatives.positive_filter(X.indptr, X.indices, X.shape[1], n_words)
+
+
+def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False,
+              adagrad=True, max_norm=0.0, prefetch=False, learning_rate=0.1, alpha=0.0,
+              max_sampled=5, kos_k=1, kos_n=1, neg_cdf=None, words=None, seed=1234, epoch=0,
+              n_threads=1, sample_weight=None, users=None, top_fraction=1.0,
+              normalize=False, work=None):
+    """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
+    positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
+    ``work.stats``."""
+    if users is None:
+        users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    if sample_weight is None:
+        sample_weight = np.ones(X.nnz, np.float32)
+    mode = train.Mode(loss=loss, exact_rank=exact_rank, adagrad=adagrad, clip=max_norm > 0,
+                      prefetch=prefetch)
+    positives = train.Positives(X.indptr.astype(np.int64), X.indices, users, sample_weight,
+                                np.zeros(0, np.int64),
+                                np.zeros(0) if neg_cdf is None else neg_cdf,
+                                filter_of(X, words))
+    settings = train.Settings(np.float32(learning_rate), np.float32(alpha),
+                              np.float32(max_norm), max_sampled, kos_k, kos_n, table,
+                              top_fraction, normalize, seed)
+    if work is None:
+        work = train.make_work(mode, n_threads, params[0].shape[1], X.shape[1], max_sampled,
+                               kos_n)
+    ok = train.train_epoch(mode, train.Parameters(*params), positives, settings, work,
+                           np.asarray(order, np.int64), epoch)
+    return ok, work

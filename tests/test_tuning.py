@@ -44,7 +44,7 @@ def test_budget_is_respected_and_used(result):
     assert out.elapsed_seconds <= wall
     assert wall <= 8 * 1.25 + 0.5, wall
     # the search spends the budget rather than stopping after a few trials
-    assert out.elapsed_seconds >= 0.5 * 8
+    assert out.elapsed_seconds >= 0.8 * 8
     assert out.trials["trial"].nunique() > 20
     assert out.trials["seconds"].sum() <= out.elapsed_seconds
 
@@ -77,12 +77,23 @@ def test_trials_table_and_defaults_first(result):
         assert set(sampled[name]) <= set(SEARCH_SPACE[name])
 
 
+def test_defaults_train_to_their_early_stopped_end_first(result):
+    out, _ = result
+    trials = out.trials
+    first = trials[trials["trial"] == 0]
+    assert list(first.index) == list(range(len(first)))      # before any other trial
+    assert list(first["rung"]) == list(range(len(first)))
+    assert first["status"].iloc[-1] == "stopped"
+    assert (first["status"].iloc[:-1] == "capped").all()
+
+
 def test_best_params_score_and_model(X, result):
     out, _ = result
     trials = out.trials
-    assert out.best_score == trials["score"].max()
-    assert out.best_score >= trials.iloc[0]["score"]
-    row = trials.loc[trials["score"].idxmax()]
+    chosen = trials[trials["trial"] == out.best_trial]
+    assert out.best_score == chosen["score"].max()
+    assert out.best_score >= trials.loc[trials["trial"] == 0, "score"].max()
+    row = chosen.loc[chosen["score"].idxmax()]
     assert out.best_params == {**{k: row[k] for k in DEFAULT_KEYS}, "epochs": row["epochs"]}
     model = out.best_model
     assert model.train_matrix_.nnz == X.nnz and model.train_matrix_.shape == X.shape
@@ -135,13 +146,112 @@ def test_custom_space_is_exhausted_and_divergence_is_survived(X):
     assert trials["max_epochs"].max() <= 40
 
 
-def test_tiny_budget_runs_the_defaults_and_warns(X):
-    with pytest.warns(WarprecWarning, match="too small for a search"):
+def test_tiny_budget_fits_the_defaults_and_warns(X):
+    with pytest.warns(WarprecWarning, match="too small for the default parameters' "
+                                            "validated fit"):
         out = tune(X, time_budget=0.01, n_threads=1)
     assert len(out.trials) == 1 and out.trials.iloc[0]["trial"] == 0
     assert out.best_params["learning_rate"] == WARPFactorizer().learning_rate
+    assert out.best_params["epochs"] == out.best_model.epochs_done_ == 1
     assert out.best_model.train_matrix_.nnz == X.nnz
-    assert out.elapsed_seconds < 2
+    assert out.elapsed_seconds < 2 and out.best_trial == 0
+
+
+def test_budget_short_of_the_defaults_validated_fit_goes_to_the_defaults():
+    """A budget that affords some epochs on all of X but not the defaults' validated fit
+    (60 epochs with validation, then the refit): the defaults are fit on all of X until
+    the budget ends, with a warning that names a budget for a search."""
+    X = make_interactions(2000, 1000, 60_000)
+    WARPFactorizer(epochs=1, n_threads=1).fit(X)
+    tic = time.perf_counter()
+    with pytest.warns(WarprecWarning, match=r"validated fit.*needs at least about") as record:
+        out = tune(X, time_budget=1.0, n_threads=1)
+    wall = time.perf_counter() - tic
+    assert len(out.trials) == 1 and out.trials.iloc[0]["status"] == "out-of-time"
+    assert out.trials.iloc[0]["epochs_run"] <= 2
+    model = out.best_model
+    assert model.train_matrix_.nnz == X.nnz
+    assert 1 <= out.best_params["epochs"] == model.epochs == model.epochs_done_ < 60
+    assert 0.6 <= wall <= 1.3, wall
+    suggested = float(str(record[0].message).split("about ")[1].split(" s")[0])
+    assert suggested > 1.0
+
+
+def test_defaults_ended_by_the_budget_are_refit_for_the_rest_of_it(X, monkeypatch):
+    """The budget, not early stopping, ends the defaults' trial (its validated fit is
+    taken as affordable, patience is beyond the budget): their refit then trains until
+    the budget ends, longer than the trial's best epoch count, which the refit reserve
+    was sized for."""
+    from warprec.tuning import _Search
+
+    monkeypatch.setattr(_Search, "affords_defaults", lambda self, *args: True)
+    with pytest.warns(WarprecWarning, match="too small for a search"):
+        out = tune(X, time_budget=0.6, n_threads=1, max_epochs=10**6,
+                   n_iter_no_change=10**6)
+    trials = out.trials
+    assert (trials["trial"] == 0).all() and trials["status"].iloc[-1] == "out-of-time"
+    model = out.best_model
+    assert out.best_params["epochs"] == model.epochs == model.epochs_done_
+    assert model.epochs_done_ > trials["epochs"].max()
+    assert 0.9 * 0.6 <= out.elapsed_seconds <= 0.6 * 1.1 + 0.3
+
+
+def test_per_user_scores_average_to_the_trials_validation_score(X, monkeypatch):
+    """The paired comparison uses the users and the best epoch that the trials' own
+    validation scores are computed on."""
+    import numpy as np
+
+    from warprec.tuning import _Search
+
+    seen = []
+    original = _Search.per_user_scores
+
+    def recording(self, model):
+        values = original(self, model)
+        seen.append((max(model.validation_scores_), float(np.mean(values))))
+        return values
+
+    monkeypatch.setattr(_Search, "per_user_scores", recording)
+    tune(X, time_budget=1.5, n_threads=1)
+    assert len(seen) >= 2
+    for score, mean in seen:
+        assert mean == pytest.approx(score, rel=1e-9, abs=1e-12)
+
+
+def _search_with(defaults, challenger):
+    """A search whose trials are the defaults (trial 0) and one challenger, with the
+    given per-user validation scores."""
+    import numpy as np
+
+    from warprec.tuning import _Search, _Trial
+
+    search = _Search.__new__(_Search)
+    search.trials = []
+    for index, values in enumerate((defaults, challenger)):
+        trial = _Trial(index, 0, {})
+        trial.per_user = np.asarray(values, dtype=float)
+        trial.score = float(trial.per_user.mean())
+        search.trials.append(trial)
+    return search
+
+
+def test_best_keeps_the_defaults_unless_the_gain_exceeds_its_noise():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    defaults = rng.uniform(0, 1, 400)
+    noise = rng.normal(0, 0.2, 400)
+    # a mean gain of 0.01 with a paired standard error of 0.01: noise, the defaults stay
+    small = _search_with(defaults, defaults + 0.01 + noise - noise.mean())
+    assert small.trials[1].score > small.trials[0].score
+    assert small.best().index == 0
+    assert small.selection["switched"] is False
+    assert small.selection["standard_error"] == pytest.approx(0.01, rel=0.1)
+    # a mean gain of 0.05: five standard errors, the challenger wins
+    large = _search_with(defaults, defaults + 0.05 + noise - noise.mean())
+    assert large.best().index == 1 and large.selection["switched"] is True
+    # a challenger below the defaults never wins
+    assert _search_with(defaults, defaults - 0.05).best().index == 0
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

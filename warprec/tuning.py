@@ -1,11 +1,13 @@
 """Hyperparameter search for :class:`warprec.WARPFactorizer` within a wall-time budget.
 
-:func:`tune` splits the data once into training and validation positives, evaluates the
-estimator's default parameters, then samples configurations from a search space and
-runs successive halving on them (Jamieson & Talwalkar 2016; the repeated brackets of
-Hyperband, Li et al. 2018): every configuration of a bracket trains with early stopping
-for a few epochs, the best third trains longer, and so on, until the time budget
-(which includes the final refit on all the data) is spent.
+:func:`tune` splits the data once into training and validation positives, trains the
+estimator's default parameters with early stopping to their best epoch, then samples
+configurations from a search space and runs successive halving on them (Jamieson &
+Talwalkar 2016; the repeated brackets of Hyperband, Li et al. 2018): every configuration
+of a bracket trains with early stopping for a few epochs, the best third trains longer,
+and so on, until the time budget (which includes the final refit on all the data) is
+spent. The best configuration replaces the defaults only if its per-user validation
+gain over them is larger than its noise.
 
 References
 ----------
@@ -76,6 +78,9 @@ _CONTROLLED = {
 _LOG_UNIFORM = "log-uniform"
 #: Safety factor on the estimated training seconds of the final refit.
 _REFIT_MARGIN = 1.2
+#: Standard errors by which the best trial's mean per-user validation gain over the
+#: defaults (paired, on the same users) must exceed zero for tune to prefer it.
+_SWITCH_Z = 2.0
 
 
 @dataclass
@@ -85,12 +90,17 @@ class TuneResult:
     Attributes
     ----------
     best_params : dict
-        The best configuration: a value for every parameter of the search space plus
-        ``epochs``, the best trial's best epoch count (``best_epoch_`` on the training
-        part). ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
+        The chosen configuration (see :func:`tune`): a value for every parameter of the
+        search space plus ``epochs``, the chosen trial's best epoch count
+        (``best_epoch_`` on the training part; when the budget ended the defaults'
+        trial before early stopping did and the defaults are chosen, the epochs that
+        fit the rest of the budget on all of X, up to ``max(WARPFactorizer().epochs,
+        best epoch)``).
+        ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
     best_score : float
-        The best trial's validation score (``metric`` of its best epoch); equals
-        ``trials["score"].max()``.
+        The chosen trial's validation score (``metric`` of its best epoch): its largest
+        ``score`` in ``trials``. It is below ``trials["score"].max()`` when the defaults
+        were kept against a configuration whose gain was within the noise.
     metric : str
         The validation metric, ``"<name>@<k>"``.
     best_model : WARPFactorizer
@@ -116,6 +126,8 @@ class TuneResult:
         The budget given.
     random_state : int
         The seed used (drawn at random when ``random_state=None`` was given).
+    best_trial : int
+        The ``trial`` number of ``best_params`` (0: the defaults).
     """
 
     best_params: dict
@@ -126,6 +138,7 @@ class TuneResult:
     elapsed_seconds: float
     time_budget: float
     random_state: int
+    best_trial: int = 0
 
 
 def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_state=0, *,
@@ -141,10 +154,11 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     the training positives, scoring the validation positives after every epoch, and is
     worth the best epoch's score; its epoch count is that epoch.
 
-    The search is successive halving in repeated brackets (Hyperband-style with one
-    bracket shape). The first trial is always the estimator's defaults (read from
-    ``WARPFactorizer().get_params()``), so the result is never worse on validation than
-    them. A bracket trains up to ``REDUCTION_FACTOR ** (n_rungs - 1)`` configurations
+    The first trial is always the estimator's defaults (read from
+    ``WARPFactorizer().get_params()``); it trains through the rungs below until early
+    stopping ends it (or ``max_epochs``, or the budget) before any other configuration.
+    The search is then successive halving in repeated brackets (Hyperband-style with one
+    bracket shape). A bracket trains up to ``REDUCTION_FACTOR ** (n_rungs - 1)`` configurations
     (with ``n_rungs`` the number of caps ``FIRST_RUNG_EPOCHS * REDUCTION_FACTOR ** k``
     below ``max_epochs``, plus ``max_epochs``: 4 and 27 configurations with the
     defaults) for at most ``FIRST_RUNG_EPOCHS`` epochs each (rung 0), then continues
@@ -155,17 +169,35 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     ``search_space`` by a numpy Generator seeded by ``random_state`` (a configuration
     is never drawn twice).
 
+    The choice: the trial with the best validation score other than the defaults wins
+    only if its mean per-user gain over the defaults (both at their best epochs, on the
+    same validation users) exceeds twice its standard error (the standard deviation of
+    the per-user differences over the square root of the number of users); otherwise
+    the defaults are refit. On small data the validation score of the best of many
+    configurations is biased upwards by chance, and the margin is then large; on large
+    data it is small.
+
     The budget counts wall time from the call's start, including the final refit on
     all of X. No work is launched unless its estimated time (from the measured
     seconds per epoch of the trials so far, validation included, scaled by the ratio
     of ``n_components``) fits the remaining budget minus a reserve for the refit: the
     best trial's training seconds per epoch (validation excluded) times its epochs,
     divided by ``1 - validation_fraction``, times 1.2, plus the measured setup time of
-    a fit. A bracket's first ``REDUCTION_FACTOR`` configurations need only their
-    first rung to fit, further ones the bracket's projected later rungs too. A trial
-    running past the point where the reserve starts is stopped after its current
-    epoch (keeping its best epoch). The call can therefore overrun the budget by about
-    one epoch plus the error of the refit estimate.
+    a fit (the reserve is the larger of the defaults' and the best trial's). A bracket's
+    first ``REDUCTION_FACTOR`` configurations need only their first rung to fit, further
+    ones the bracket's projected later rungs too; a promoted trial whose next rung does
+    not fit still trains if it is its rung's best and two epochs fit. A trial running
+    past the point where the reserve starts is stopped after its current epoch (keeping
+    its best epoch). The call can therefore overrun the budget by about one epoch plus
+    the error of the refit estimate.
+
+    If the budget does not afford the defaults' validated fit (estimated after the
+    defaults trial's second epoch: the estimator's default ``epochs`` with validation,
+    then their refit), no search runs: the defaults are fit on all of X until the next
+    epoch would end past the budget (at most their default ``epochs``), with a warning.
+    The defaults' refit is fit the same way (up to the larger of their default
+    ``epochs`` and their trial's best epoch) whenever the budget, not early stopping,
+    ended their trial.
 
     Parameters
     ----------
@@ -204,7 +236,8 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     -------
     TuneResult
         ``best_params``, ``best_score``, ``best_model`` (refit on all of X),
-        ``trials`` (a DataFrame, one row per trial evaluation), ``elapsed_seconds``.
+        ``trials`` (a DataFrame, one row per trial evaluation), ``elapsed_seconds``,
+        ``best_trial``.
 
     Raises
     ------
@@ -217,8 +250,10 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     Warns
     -----
     WarprecWarning
-        The budget was too small for a search: only the defaults trial ran (it always
-        runs, at least one epoch, and so does the refit, even past the budget).
+        The budget was too small for the defaults' validated fit (the defaults were fit
+        on all of X for the epochs that fit; at least one, even past the budget), or
+        for a search (only the defaults trial ran, and was refit). The message suggests
+        a budget.
 
     Notes
     -----
@@ -265,15 +300,24 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
         if best is None:
             raise DivergenceError("Every trial diverged (see TuneResult.trials); narrow the "
                                   "search space to lower learning rates.", 0)
-        best_params = dict(best.params, epochs=int(best.epochs))
-        model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
-        search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
         if user_ids is not None:
             from .data import Interactions
             full = Interactions(matrix, user_ids, item_ids)
         else:
             full = matrix
-        model.fit(full)
+        search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
+        if search.defaults_only_fit or (best.index == 0 and not best.done):
+            # the budget ended the defaults' trial before early stopping did: their refit
+            # trains for as long as the budget allows, up to their default epochs
+            epochs = max(search.default_epochs, best.epochs)
+            model = _fit_until(WARPFactorizer(**best.params, epochs=epochs,
+                                              n_threads=n_threads, random_state=seed),
+                               full, search.deadline)
+            best_params = dict(best.params, epochs=int(model.epochs))
+        else:
+            best_params = dict(best.params, epochs=int(best.epochs))
+            model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
+            model.fit(full)
         elapsed = time.perf_counter() - start
         search.progress.update_to(elapsed)
     finally:
@@ -281,16 +325,39 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     trials = search.frame()
     log.info("tune: %d trial evaluations, best %s %.4f, %.2f s", len(trials), metric,
              best.score, elapsed)
-    if search.only_defaults:
+    if search.defaults_only_fit:
+        warnings.warn(
+            f"time_budget={budget:g} s is too small for the default parameters' validated "
+            f"fit ({search.default_epochs} epochs with validation, then the refit on all "
+            f"of X): no search was run, the defaults were fit on all of X for the "
+            f"{model.epochs} epochs that fit the budget. A search needs at least about "
+            f"{_seconds(_suggested_budget(search, elapsed))} s here.",
+            WarprecWarning, stacklevel=2)
+    elif search.only_defaults:
         warnings.warn(
             f"time_budget={budget:g} s was too small for a search: only the default "
             f"parameters were trained ({best.epochs} epochs in "
             f"{search.trials[0].seconds:.2f} s) and refit, in {elapsed:.2f} s. A search "
-            f"needs at least about {_suggested_budget(search, elapsed):.3g} s here.",
+            f"needs at least about {_seconds(_suggested_budget(search, elapsed))} s here.",
             WarprecWarning, stacklevel=2)
     return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
                       best_model=model, trials=trials, elapsed_seconds=elapsed,
-                      time_budget=budget, random_state=seed)
+                      time_budget=budget, random_state=seed, best_trial=best.index)
+
+
+def _fit_until(model, X, deadline):
+    """Fit ``model`` (its ``epochs`` at most) until the next epoch, at the median wall time
+    of the epochs so far, would end after ``deadline``; ``epochs`` is set to the epochs
+    trained."""
+    marks = [time.perf_counter()]
+
+    def callback(fitted, info):
+        marks.append(time.perf_counter())
+        return marks[-1] + float(np.median(np.diff(marks))) <= deadline
+
+    model.fit(X, callback=callback)
+    model.set_params(epochs=int(model.epochs_done_))
+    return model
 
 
 # ---------------------------------------------------------------------- the search
@@ -309,6 +376,7 @@ class _Trial:
         self.train_seconds_per_epoch = None  # training kernel time per epoch
         self.seconds = 0.0           # wall time of all its evaluations
         self.done = False            # stopped early, diverged or at max_epochs
+        self.per_user = None         # per-user validation scores at the best epoch
 
     def rank_key(self):
         return (-self.score if math.isfinite(self.score) else math.inf, self.index)
@@ -340,7 +408,11 @@ class _Search:
         self.setups = []             # per-call seconds before the first epoch
         self.best_trial = None
         self.only_defaults = False
+        self.defaults_only_fit = False  # the defaults' validated fit does not fit the budget
         self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
+        self.default_epochs = int(defaults["epochs"])
+        self.monitor = None          # the users of per_user_scores
+        self.selection = None        # the comparison of the best trial with the defaults
 
     # ---- timing
     def now(self):
@@ -364,8 +436,18 @@ class _Search:
 
     def available(self, extra_reserve=0.0):
         """Seconds left for trials: budget left minus the refit reserve."""
-        reserve = max(self.refit_seconds(self.best_trial), extra_reserve)
+        reserve = max(self.refit_seconds(self.best_trial),
+                      self.refit_seconds(self.trials[0] if self.trials else None),
+                      extra_reserve)
         return self.deadline - self.now() - reserve
+
+    def affords_defaults(self, epoch_seconds, train_seconds):
+        """Whether the budget affords the defaults' validated fit: the defaults trial to
+        the estimator's default epoch count at ``epoch_seconds`` per epoch (validation
+        included), then its refit, at ``train_seconds`` per training epoch."""
+        trial = self.now() + (self.default_epochs - 2) * epoch_seconds
+        refit = _REFIT_MARGIN * train_seconds * self.default_epochs / (1.0 - self.fraction)
+        return trial + refit <= self.deadline
 
     def epoch_seconds(self, params):
         """Estimated seconds per epoch of a configuration not run yet: the median over
@@ -377,13 +459,19 @@ class _Search:
 
     # ---- the halving
     def run(self):
+        defaults = self.new_trial(self.defaults, 0)
+        self.evaluate(defaults, 0)
+        if self.defaults_only_fit:
+            return
+        # the defaults train to their early-stopped end: every other configuration is
+        # compared with them on the same footing (see best)
+        for k in range(1, len(self.rungs)):
+            if defaults.done or self.out_of_time:
+                break
+            self.evaluate(defaults, k)
         bracket = 0
         while True:
             members = []
-            if bracket == 0:
-                defaults = self.new_trial(self.defaults, bracket)
-                self.evaluate(defaults, 0)
-                members.append(defaults)
             launched = self.fill_first_rung(members, bracket)
             if bracket == 0 and not launched and not self.exhausted:
                 self.only_defaults = True
@@ -444,7 +532,12 @@ class _Search:
                     continue
                 more = self.rungs[k] - (trial.epochs_done if trial.model is not None else 0)
                 if self.available() < self.setup() + trial.seconds_per_epoch * more:
+                    # the budget's rest goes to the best promoted trial (stopped by the
+                    # reserve after an epoch), if it affords a few epochs
                     self.out_of_time = True
+                    if trial is promoted[0] and trial.model is not None and \
+                            self.available() > self.setup() + 2 * trial.seconds_per_epoch:
+                        self.evaluate(trial, k)
                     continue
                 self.evaluate(trial, k)
             if all(t.done for t in members):
@@ -490,6 +583,11 @@ class _Search:
             marks.append(now)
             train_seconds.append(info["seconds"])
             self.progress.update_to(now - self.start)
+            if trial.index == 0 and rung == 0 and len(marks) == 3 \
+                    and not self.affords_defaults(marks[2] - marks[1], info["seconds"]):
+                cut.append(True)
+                self.out_of_time = self.defaults_only_fit = True
+                return False
             scores = model.validation_scores_
             best_at = int(np.argmax(scores)) + 1
             running = self.refit_estimate(float(np.median(train_seconds)),
@@ -497,6 +595,8 @@ class _Search:
             if self.available(running) < 0:
                 cut.append(True)
                 self.out_of_time = True
+                # the defaults' first epochs already run into the reserve
+                self.defaults_only_fit |= trial.index == 0 and rung == 0
                 return False
             return True
 
@@ -535,6 +635,8 @@ class _Search:
             if improved:
                 trial.score = float(scores[best_at - 1])
                 trial.epochs = int(model.best_epoch_)
+                if trial.index == 0 or self.challenger() is trial:
+                    trial.per_user = self.per_user_scores(model)
             trial.epochs_done = int(model.epochs_done_)
             trial.model = model
             stopped = len(scores) - best_at >= self.patience or not improved
@@ -561,8 +663,48 @@ class _Search:
                                           f"{len(self.trials)} configs")
         log.debug("trial %d rung %d: %s", trial.index, rung, self.rows[-1])
 
+    def per_user_scores(self, model):
+        """The validation metric of every monitored user for ``model``'s factors."""
+        from .metrics import evaluate_factors
+
+        if self.monitor is None:
+            # the users that the trials' own validation scores (every trial has the
+            # same seed) average over
+            self.monitor = _validation.Monitor(self.valid, self.train, self.metric,
+                                               [model.seed_, 2], self.n_threads)
+        m = self.monitor
+        frame = evaluate_factors(model.user_factors_[m.users], model.item_factors_,
+                                 model.item_biases_, m.valid, m.train, k=m.k,
+                                 metrics=[m.name], n_relevant=m.n_relevant,
+                                 n_threads=self.n_threads, per_user=True)
+        return frame.iloc[:, 0].to_numpy(dtype=np.float64)
+
+    def challenger(self):
+        """The best trial other than the defaults, or None."""
+        scored = [t for t in self.trials[1:] if math.isfinite(t.score)]
+        return min(scored, key=_Trial.rank_key) if scored else None
+
     def best(self):
-        return self.best_trial
+        """The trial to refit: the best other trial if its paired gain over the defaults
+        on the monitored users exceeds ``_SWITCH_Z`` standard errors, else the defaults."""
+        if not self.trials:
+            return None
+        defaults, challenger = self.trials[0], self.challenger()
+        if not math.isfinite(defaults.score):
+            return challenger
+        if challenger is None or not challenger.score > defaults.score:
+            return defaults
+        if challenger.per_user is None or defaults.per_user is None:
+            return challenger
+        diff = challenger.per_user - defaults.per_user
+        gain = float(diff.mean())
+        se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.inf
+        switch = gain > _SWITCH_Z * se
+        self.selection = dict(trial=challenger.index, gain=gain, standard_error=se,
+                              switched=switch)
+        log.info("tune: trial %d over the defaults: %+.5f (standard error %.5f, z %.2f)",
+                 challenger.index, gain, se, gain / se if se > 0 else math.inf)
+        return challenger if switch else defaults
 
     def frame(self):
         import pandas as pd
@@ -702,12 +844,20 @@ def _check_space(space, n_items):
     return out
 
 
+def _seconds(value):
+    """Seconds as text: 3 significant digits, whole seconds from 100."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def _suggested_budget(search, elapsed):
-    """This call's time plus two first-rung trials and their share of later rungs, at
-    the defaults trial's speed."""
-    per_epoch = search.trials[0].seconds_per_epoch or 0.0
+    """The defaults' validated fit (this call's time if longer) plus two first-rung
+    trials and their share of later rungs, at the defaults trial's speed."""
+    defaults = search.trials[0]
+    per_epoch = defaults.seconds_per_epoch or 0.0
+    validated = search.setup() + per_epoch * search.default_epochs + search.refit_estimate(
+        defaults.train_seconds_per_epoch or 0.0, search.default_epochs)
     first = search.setup() + per_epoch * search.rungs[0]
-    return elapsed + 2 * first + search.later_rungs_seconds(2, per_epoch)
+    return max(elapsed, validated) + 2 * first + search.later_rungs_seconds(2, per_epoch)
 
 
 class _NoProgress:

@@ -106,8 +106,12 @@ def run_tune(ds, scorer, params, *, seed, max_epochs, n_threads):
     final = dict(epoch=model.epochs_done_, seconds=seconds,
                  **scorer(model.user_factors_, model.item_factors_, model.item_biases_))
     best = {k: (v.item() if hasattr(v, "item") else v) for k, v in result.best_params.items()}
+    trials = result.trials
+    extra = dict(best_trial=int(getattr(result, "best_trial", -1)),
+                 defaults_validation=float(trials.loc[trials["trial"] == 0, "score"].max()),
+                 best_validation=float(trials["score"].max()))
     return dict(curve=[], final=final, best_params=best, validation=result.best_score,
-                trials=int(result.trials["trial"].nunique()))
+                trials=int(trials["trial"].nunique()), **extra)
 
 
 def run_lightfm(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_EVERY):

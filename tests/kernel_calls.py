@@ -16,7 +16,7 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
               adagrad=True, max_norm=0.0, prefetch=False, learning_rate=0.1, alpha=0.0,
               max_sampled=5, kos_k=1, kos_n=1, neg_cdf=None, words=None, seed=1234, epoch=0,
               n_threads=1, sample_weight=None, users=None, top_fraction=1.0,
-              normalize=False, work=None):
+              normalize=False, freeze_items=False, work=None):
     """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
     positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
     ``work.stats``."""
@@ -25,7 +25,7 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
     if sample_weight is None:
         sample_weight = np.ones(X.nnz, np.float32)
     mode = train.Mode(loss=loss, exact_rank=exact_rank, adagrad=adagrad, clip=max_norm > 0,
-                      prefetch=prefetch)
+                      prefetch=prefetch, freeze_items=freeze_items)
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users, sample_weight,
                                 np.zeros(0, np.int64),
                                 np.zeros(0) if neg_cdf is None else neg_cdf,

@@ -58,7 +58,7 @@ def draw_negative(key, counter, row_items, n_items):
 
 
 def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_sampled,
-               adagrad, seed, epoch, loss="warp", max_norm=0.0):
+               adagrad, seed, epoch, loss="warp", max_norm=0.0, freeze_items=False):
     """One epoch of the WARP (or BPR) update rule, one positive at a time, in place.
 
     Mirrors ``warprec._kernels.train.train_epoch`` with one thread and uniform negatives:
@@ -67,7 +67,7 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
     gradient of ``L(rank) * (f(u, j) - f(u, i))`` (BPR: of ``-log sigmoid(f_i - f_j)``) is
     taken w.r.t. U[u], V[i], V[j], b[i], b[j]; the touched factor rows (not the biases)
     also decay by ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated
-    squared gradient.
+    squared gradient. With ``freeze_items`` only U[u] (and GU[u]) change.
     """
     n_items = V.shape[0]
     f32 = np.float32
@@ -97,6 +97,8 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
             if g is None or g == 0:
                 continue
         grads = {("U", u): g * (V[j] - V[i]), ("V", i): -g * U[u], ("V", j): g * U[u]}
+        if freeze_items:
+            grads = {("U", u): grads[("U", u)]}
         decay = f32(1.0 - f32(lr) * f32(alpha))
         new = {}
         for (kind, r), grad in grads.items():
@@ -113,6 +115,8 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
             if a is not None:
                 (GU if kind == "U" else GV)[r] = a
         for item, gb in ((i, -g), (j, g)):
+            if freeze_items:
+                break
             if adagrad:
                 Gb[item] += gb * gb
                 b[item] = b[item] - f32(lr) * gb / np.sqrt(Gb[item])

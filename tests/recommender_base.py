@@ -120,6 +120,55 @@ class RecommenderBaseTestMixin:
         assert batch.shape == (2, 4)
         np.testing.assert_array_equal(batch[0], items)
 
+    def test_recommend_for_new_users_from_their_interactions(self, data, fitted_on_frame):
+        """``recalculate_user=True``: unseen ids, embeddings from ``user_items`` (fold_in),
+        their items excluded; the same answer as recommending from the folded-in
+        factors directly."""
+        model = fitted_on_frame
+        rows = data[0][[3, 10]]
+        items, scores = model.recommend(["new1", "new2"], k=4, user_items=rows,
+                                        recalculate_user=True)
+        assert items.shape == scores.shape == (2, 4)
+        assert np.all(np.diff(scores, axis=1) <= 0)
+        for r in range(2):
+            seen = set((100 + 10 * rows[r].indices).tolist())
+            assert not set(items[r].tolist()) & seen
+        factors = model.fold_in(rows)
+        assert factors.shape == (2, model.user_factors_.shape[1])
+        expected = factors @ model.item_factors_.T + model.item_biases_
+        np.testing.assert_allclose(scores[0], np.sort(
+            np.delete(expected[0], rows[0].indices))[::-1][:4], rtol=1e-5, atol=1e-6)
+        one, _ = model.recommend("new1", k=4, user_items=rows[:1], recalculate_user=True)
+        np.testing.assert_array_equal(one, items[0])
+        with pytest.raises(ValueError, match="needs|pass them as user_items"):
+            model.recommend("new1", recalculate_user=True)
+        with pytest.raises(ValueError, match="one row per requested user"):
+            model.recommend(["new1", "new2"], user_items=rows[:1], recalculate_user=True)
+
+    def test_recommend_as_frame(self, fitted_on_frame):
+        model = fitted_on_frame
+        frame = model.recommend(["u3", "u10"], k=3, as_frame=True)
+        items, scores = model.recommend(["u3", "u10"], k=3)
+        assert list(frame.columns) == ["user_id", "item_id", "score", "rank"]
+        assert frame["user_id"].tolist() == ["u3"] * 3 + ["u10"] * 3
+        assert frame["rank"].tolist() == [1, 2, 3] * 2
+        np.testing.assert_array_equal(frame["item_id"].to_numpy(), items.ravel())
+        np.testing.assert_array_equal(frame["score"].to_numpy(), scores.ravel())
+        # slots a user cannot fill (every item seen or filtered) give no rows
+        few = model.recommend("u3", k=5, items=model.item_ids_[:2], exclude_seen=False,
+                              as_frame=True)
+        assert len(few) == 2 and few["rank"].tolist() == [1, 2]
+
+    def test_similar_users_leave_the_query_out(self, fitted, fitted_on_frame):
+        users, sims = fitted.similar_users(np.arange(5), k=4)
+        assert users.shape == sims.shape == (5, 4)
+        for q in range(5):
+            assert q not in users[q].tolist()
+            assert np.all(np.diff(sims[q]) <= 1e-6)
+        one, _ = fitted_on_frame.similar_users("u3", k=2)
+        assert one.shape == (2,) and "u3" not in one.tolist()
+        assert set(one.tolist()) <= set(fitted_on_frame.user_ids_.tolist())
+
     # ------------------------------------------------------------------ predict
     def test_predict_matches_recommend_scores(self, fitted):
         items, scores = fitted.recommend(5, k=6, exclude_seen=False)

@@ -90,6 +90,29 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     assert stats[0, train.STAT_UPDATES] > 0
 
 
+@pytest.mark.parametrize("loss_code,max_norm", [(train.LOSS_WARP, 0.0), (train.LOSS_BPR, 0.5)])
+def test_frozen_items_move_only_the_user_rows(loss_code, max_norm):
+    """The fold-in mode: the user rows follow the reference's user updates, and the item
+    factors, biases and their accumulators keep every bit."""
+    X, U, V, b, gen = _problem(9, n_items=60, density=0.2)
+    order = gen.permutation(X.nnz)
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    fast = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    slow = [a.copy() for a in fast]
+    ok, _ = run_epoch(fast, X, order, table, loss=loss_code, alpha=0.02, max_norm=max_norm,
+                      seed=5, epoch=1, freeze_items=True)
+    assert ok
+    naive.warp_epoch(*slow, X, np.ones(X.nnz, np.float32), order, table, lr=0.1, alpha=0.02,
+                     max_sampled=5, adagrad=True, seed=5, epoch=1,
+                     loss="bpr" if loss_code == train.LOSS_BPR else "warp", max_norm=max_norm,
+                     freeze_items=True)
+    for got, want in zip(fast, slow):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    assert not np.array_equal(fast[0], U)
+    for got, before in zip(fast[1:3] + fast[4:], (V, b, np.ones_like(V), np.ones_like(b))):
+        assert got.tobytes() == before.tobytes()
+
+
 @pytest.mark.parametrize("kos_n,neg_cdf", [(3, False), (1, True), (4, True)])
 def test_prefetching_changes_no_draw(kos_n, neg_cdf):
     """The prefetching path draws the next sample's candidates early: the same draws as

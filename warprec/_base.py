@@ -90,19 +90,7 @@ class FactorRecommender:
 
     def _raw_items(self, index):
         """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
-        if self.item_ids_ is None:
-            return index.astype(np.int64)
-        ids = self.item_ids_
-        out = ids[np.maximum(index, 0)]
-        missing = index < 0
-        if missing.any():
-            if np.issubdtype(ids.dtype, np.number):
-                out = out.astype(ids.dtype)
-                out[missing] = -1
-            else:
-                out = out.astype(object)
-                out[missing] = None
-        return out
+        return _raw_ids(index, self.item_ids_)
 
     def predict(self, user_ids, item_ids):
         """Scores ``f(u, i)`` of (user, item) pairs.
@@ -134,7 +122,7 @@ class FactorRecommender:
         return scores + self.item_biases_[i]
 
     def recommend(self, users, k=10, exclude_seen=True, filter_items=None, *, user_items=None,
-                  items=None, n_threads=None):
+                  recalculate_user=False, items=None, as_frame=False, n_threads=None):
         """Top-k items for one user or a batch of users.
 
         Parameters
@@ -151,8 +139,16 @@ class FactorRecommender:
         user_items : scipy.sparse matrix, optional
             One row per requested user (implicit's convention) over the model's items,
             whose stored entries are excluded instead of the training positives.
+        recalculate_user : bool, default False
+            Compute each user's embedding from its row of ``user_items`` with the items
+            held fixed (:meth:`fold_in`) instead of looking it up: ``users`` may then be
+            ids the model has never seen (they only label the output), for example users
+            who signed up after training. Needs ``user_items``.
         items : array_like, optional
             Restrict the candidates to these items.
+        as_frame : bool, default False
+            Return a pandas DataFrame with columns ``user_id, item_id, score, rank``
+            (rank 1 = best; one row per filled slot) instead of the two arrays.
         n_threads : int, optional
             Threads for scoring (default: the model's ``n_threads``).
 
@@ -170,15 +166,29 @@ class FactorRecommender:
         self._check_fitted()
         k = check_k(k)
         single = _is_single(users)
-        u = self._user_index(users)
-        exclude = None
+        if recalculate_user:
+            if user_items is None:
+                raise ValueError("recalculate_user=True computes the users' embeddings from "
+                                 "their interactions: pass them as user_items (one row per "
+                                 "requested user over the model's items).")
+            n_requested = 1 if single else len(np.asarray(users, dtype=object).reshape(-1))
+        else:
+            u = self._user_index(users)
+            n_requested = u.size
+        exclude = ui = None
+        if user_items is not None:
+            ui = as_interaction_matrix(user_items, "user_items")
+            if ui.shape != (n_requested, self.n_items_):
+                raise ValueError(f"user_items must have one row per requested user and one "
+                                 f"column per item: expected {(n_requested, self.n_items_)}, "
+                                 f"got {ui.shape}.")
+        if recalculate_user:
+            user_factors = self.fold_in(ui)
+            u = np.arange(n_requested)
+        else:
+            user_factors = self.user_factors_
         if exclude_seen:
-            if user_items is not None:
-                ui = as_interaction_matrix(user_items, "user_items")
-                if ui.shape != (u.size, self.n_items_):
-                    raise ValueError(f"user_items must have one row per requested user and one "
-                                     f"column per item: expected {(u.size, self.n_items_)}, "
-                                     f"got {ui.shape}.")
+            if ui is not None:
                 exclude = ui
                 rows = np.arange(u.size)
             else:
@@ -194,14 +204,15 @@ class FactorRecommender:
                 allowed[self._item_index(items)] = True
             if filter_items is not None:
                 allowed[self._item_index(filter_items)] = False
-        user_factors = self.user_factors_
         if exclude is not None and rows is not u:
-            user_factors = self.user_factors_[u]
+            user_factors = user_factors[u]
             u = rows
         index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u,
                                    k, exclude=exclude, allowed_items=allowed,
                                    n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index)
+        if as_frame:
+            return _top_frame(users, single, index, out, scores)
         if single:
             return out[0], scores[0]
         return out, scores
@@ -213,24 +224,46 @@ class FactorRecommender:
         :meth:`recommend`'s output (1-D for a single query item). Items with an all-zero
         factor vector have similarity 0 with everything.
         """
-        from .scoring import topk_items
-
         self._check_fitted()
-        k = check_k(k)
         single = _is_single(items)
-        q = self._item_index(items)
-        norms = np.linalg.norm(self.item_factors_, axis=1)
-        unit = self.item_factors_ / np.where(norms > 0, norms, 1.0)[:, None]
-        unit = unit.astype(np.float32)
-        self_mask = sp.csr_matrix((np.ones(q.size, np.float32), (np.arange(q.size), q)),
-                                  shape=(q.size, self.n_items_))
-        index, scores = topk_items(unit[q], unit, np.zeros(self.n_items_, np.float32),
-                                   np.arange(q.size), k, exclude=self_mask,
-                                   n_threads=self.n_threads if n_threads is None else n_threads)
+        index, scores = self._most_similar(self.item_factors_, self._item_index(items), k,
+                                           n_threads)
         out = self._raw_items(index)
         if single:
             return out[0], scores[0]
         return out, scores
+
+    def similar_users(self, users, k=10, *, n_threads=None):
+        """Users most similar to the given ones by cosine similarity of user factors.
+
+        The query user itself is left out. Returns ``(users, similarities)`` shaped like
+        :meth:`recommend`'s output (1-D for a single query user): raw user ids (indices
+        for a model fit on a matrix; -1 or None in unfilled slots). Users with an all-zero
+        factor vector have similarity 0 with everything.
+        """
+        self._check_fitted()
+        single = _is_single(users)
+        index, scores = self._most_similar(self.user_factors_, self._user_index(users), k,
+                                           n_threads)
+        out = _raw_ids(index, self.user_ids_)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    def _most_similar(self, factors, query, k, n_threads):
+        """Top-k rows of ``factors`` by cosine similarity to the rows ``query`` (each
+        query row itself excluded): indices and similarities."""
+        from .scoring import topk_items
+
+        k = check_k(k)
+        norms = np.linalg.norm(factors, axis=1)
+        unit = (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+        n = factors.shape[0]
+        self_mask = sp.csr_matrix((np.ones(query.size, np.float32),
+                                   (np.arange(query.size), query)), shape=(query.size, n))
+        return topk_items(unit[query], unit, np.zeros(n, np.float32), np.arange(query.size),
+                          k, exclude=self_mask,
+                          n_threads=self.n_threads if n_threads is None else n_threads)
 
     # ------------------------------------------------------------------ evaluation glue
     def score(self, X, y=None) -> float:
@@ -337,6 +370,37 @@ class FactorRecommender:
 
 
 # ---------------------------------------------------------------------- helpers
+def _raw_ids(index, ids):
+    """Map indices (-1 = none) to the raw ids ``ids`` (None: the indices themselves); the
+    fill is -1 for numeric ids and None otherwise."""
+    if ids is None:
+        return index.astype(np.int64)
+    out = ids[np.maximum(index, 0)]
+    missing = index < 0
+    if missing.any():
+        if np.issubdtype(ids.dtype, np.number):
+            out = out.astype(ids.dtype)
+            out[missing] = -1
+        else:
+            out = out.astype(object)
+            out[missing] = None
+    return out
+
+
+def _top_frame(users, single, index, items, scores):
+    """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot."""
+    import pandas as pd
+
+    labels = np.asarray([users] if single else users, dtype=object).reshape(-1)
+    filled = index >= 0
+    rows, ranks = np.nonzero(filled)
+    user_col = pd.Series(labels[rows])
+    if len(labels) and all(isinstance(x, (int, np.integer)) for x in labels):
+        user_col = user_col.astype(np.int64)
+    return pd.DataFrame({"user_id": user_col, "item_id": items[filled],
+                         "score": scores[filled], "rank": ranks + 1})
+
+
 def fit_input(X, user_ids=None, item_ids=None):
     """The training input of every recommender as a canonical CSR matrix plus id arrays.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import FactorRecommender, fit_input
+from ._inputs import as_interaction_matrix
 
 __all__ = ["PopularityRecommender"]
 
@@ -33,3 +34,15 @@ class PopularityRecommender(FactorRecommender):
         self.user_ids_, self.item_ids_ = user_ids, item_ids
         self.train_matrix_ = matrix
         return self
+
+    def fold_in(self, user_items, *, epochs=None):
+        """Factors of users described by their interactions: every user's factor is the
+        zero vector here (the scores are the item counts), one row per row of
+        ``user_items`` (shape (n_rows, n_items_)); ``epochs`` is accepted for the
+        interface of :meth:`warprec.WARPFactorizer.fold_in` and ignored."""
+        self._check_fitted()
+        matrix = as_interaction_matrix(user_items, "user_items")
+        if matrix.shape[1] != self.n_items_:
+            raise ValueError(f"user_items must have one column per item of the model "
+                             f"({self.n_items_}); got shape {matrix.shape}.")
+        return np.zeros((matrix.shape[0], 1), dtype=np.float32)

@@ -23,15 +23,15 @@ import scipy.sparse as sp
 from . import __version__
 from . import _validation
 from ._base import FactorRecommender, fit_input
-from ._inputs import (POSITIVE_INT, RANDOM_STATE, Interval, Options, check_positive_int,
-                      validate_params)
+from ._inputs import (POSITIVE_INT, RANDOM_STATE, Interval, Options, as_interaction_matrix,
+                      check_positive_int, validate_params)
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
 from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_LR,
-                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, PREFETCH_ABOVE_BYTES,
-                              TUNED_PARAMS)
+                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, FOLD_IN_PARALLEL_FROM,
+                              PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
@@ -356,6 +356,93 @@ class WARPFactorizer(FactorRecommender):
         """
         fresh = not hasattr(self, "user_factors_")
         return self._train(X, sample_weight, validation_data, callback, fresh=fresh)
+
+    def fold_in(self, user_items, *, epochs=None):
+        """Embeddings for users described by their interactions, the item side fixed.
+
+        Trains one user row per row of ``user_items`` with the model's loss and settings
+        (learning rate, decay, draws, rank weighting) while the item factors and biases
+        stay as they are: ``epochs`` seeded epochs over those rows' positives, starting
+        from zero vectors with fresh Adagrad state. This is how new users - who signed up
+        after training, or whose interactions changed - get recommendations without a
+        refit; :meth:`recommend` does it with ``recalculate_user=True``.
+
+        Parameters
+        ----------
+        user_items : scipy.sparse matrix or dense 2-D array, shape (n_rows, n_items_)
+            One row per user over the model's items (its index space); every stored
+            non-zero is a positive.
+        epochs : int, optional
+            Epochs over the rows' positives (default: the epochs the model was trained
+            for, ``epochs_done_``).
+
+        Returns
+        -------
+        ndarray of float32, shape (n_rows, n_components)
+            The users' factors. A row without positives gets the zero vector: its scores
+            are the item biases.
+
+        Notes
+        -----
+        The draws come from the model's seed, so the same rows give the same embeddings;
+        up to ``FOLD_IN_PARALLEL_FROM`` positives they are computed on one thread and are
+        bit-identical across calls, above it on the model's ``n_threads`` (Hogwild, like
+        ``fit``), where they agree only statistically. Not available for
+        ``loss="ordinal"``.
+        """
+        self._check_fitted()
+        config = self._check_params()
+        if config["loss_code"] == _train.LOSS_ORDINAL:
+            raise ValueError("fold_in is not available for loss='ordinal'; fit a WARP or BPR "
+                             "model to fold in new users.")
+        matrix = as_interaction_matrix(user_items, "user_items")
+        if matrix.shape[1] != self.n_items_:
+            raise ValueError(f"user_items must have one column per item of the model "
+                             f"({self.n_items_}); got shape {matrix.shape}.")
+        n_epochs = (max(self.epochs_done_, 1) if epochs is None
+                    else check_positive_int(epochs, "epochs"))
+        d = self.user_factors_.shape[1]
+        users_out = aligned_full((matrix.shape[0], d), 0.0, np.float32)
+        if matrix.nnz == 0:
+            return users_out
+        n_threads = config["n_threads"] if matrix.nnz >= FOLD_IN_PARALLEL_FROM else 1
+        indptr = matrix.indptr.astype(np.int64)
+        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
+        filt = _negatives.positive_filter(
+            indptr, matrix.indices, matrix.shape[1],
+            _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
+        positives = _train.Positives(indptr, matrix.indices, users,
+                                     np.ones(matrix.nnz, np.float32), np.zeros(0, np.int64),
+                                     self._negative_cdf(self.train_matrix_, config), filt)
+        weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
+                                           top_fraction=self.top_fraction)
+        seed = int(np.random.default_rng([self.seed_, 3]).integers(0, 2**63 - 1))
+        settings = _train.Settings(
+            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
+            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
+            kos_k=config["kos_k"], kos_n=config["kos_n"], rank_table=weighting.table,
+            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
+            seed=seed)
+        mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
+                           adagrad=config["adagrad"], clip=bool(self.max_norm),
+                           prefetch=False, freeze_items=True)
+        # the item arrays are read, never written, in this mode
+        params = _train.Parameters(users_out, self.item_factors_, self.item_biases_,
+                                   aligned_full((matrix.shape[0], d), 1.0, np.float32),
+                                   self.item_grad_sq_, self.bias_grad_sq_)
+        work = _train.make_work(mode, n_threads, d, matrix.shape[1], config["max_sampled"],
+                                config["kos_n"])
+        order = np.empty(matrix.nnz, np.int64)
+        for epoch in range(n_epochs):
+            _order.shuffle(seed, epoch, order)
+            with kernel_threads(n_threads):
+                ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
+            if not ok:
+                raise DivergenceError(
+                    f"Folding in diverged in epoch {epoch}: an update made a user's factors "
+                    f"NaN or infinite. The model's learning_rate ({self.learning_rate_:.4g}) "
+                    f"or its scores are too large for these rows.", epoch)
+        return users_out
 
     def _reset(self):
         for name in list(vars(self)):

@@ -47,6 +47,11 @@ PREFETCH_ABOVE_BYTES = 8 * 2**20
 #: the data size.
 VALIDATION_MAX_USERS = 10_000
 
+#: :meth:`WARPFactorizer.fold_in` runs on the model's threads from this many positives
+#: on (below it on one thread, so that a few users fold in bit-reproducibly and without
+#: the cost of a parallel launch).
+FOLD_IN_PARALLEL_FROM = 50_000
+
 # ------------------------------------------------------------------------ memory layout
 #: Bytes of a cache line (x86-64, ARM64): the alignment given to parameter arrays, and
 #: the distance kept between two threads' work rows.

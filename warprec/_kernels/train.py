@@ -120,6 +120,7 @@ class Mode(NamedTuple):
     adagrad: bool               # Adagrad steps (else plain SGD)
     clip: bool                  # max-norm on the rows an update touches (Settings.max_norm)
     prefetch: bool              # prefetch upcoming rows and draw negative candidates early
+    freeze_items: bool = False  # update the user rows only (folding in new users)
 
 
 # ----------------------------------------------------------------------- sample helpers
@@ -431,7 +432,7 @@ def _ordinal_epoch(params, positives, settings, work, order, epoch, chunk, adagr
     return not work.stop[0]
 
 
-def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching):
+def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items):
     """The epoch kernel of one WARP/BPR mode (compiled on its first call).
 
     A ``prange`` loop over the slices: slice ``thread`` claims chunks of ``chunk``
@@ -439,7 +440,8 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching):
     left, and visits each chunk's positives serially. A slice that meets a non-finite
     update raises ``work.stop``, which makes the others return early.
 
-    The flags ``bpr, exact_rank, adagrad, clip, prefetching`` are the mode (:class:`Mode`)
+    The flags ``bpr, exact_rank, adagrad, clip, prefetching, freeze_items`` are the mode
+    (:class:`Mode`)
     and constants of the closure, so Numba prunes the code of the other modes before
     typing it (the helpers that take them are inlined), and its cache keys the compiled
     kernel on their values. The kernel is compiled without reference counting, so it
@@ -521,7 +523,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching):
                         loss_sum += w * (np.log1p(e) - x)
                     n_trials += 1
                     if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, alpha,
-                                       max_norm, buf, adagrad, clip):
+                                       max_norm, buf, adagrad, clip, freeze_items):
                         ok = False
                         break
                     n_updates += 1
@@ -549,7 +551,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching):
                     rank_loss_sum += w * rank_loss
                     if lw > 0:
                         if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * lw), lr,
-                                           alpha, max_norm, buf, adagrad, clip):
+                                           alpha, max_norm, buf, adagrad, clip, freeze_items):
                             ok = False
                         n_updates += 1
                 if not ok:
@@ -567,8 +569,9 @@ def epoch_kernel(mode):
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
     epoch, chunk)``; returns ``True`` if every update stayed finite."""
     if mode.loss == LOSS_ORDINAL:
-        if mode.exact_rank or mode.prefetch:
-            raise ValueError("the ordinal loss has neither exact ranks nor prefetching")
+        if mode.exact_rank or mode.prefetch or mode.freeze_items:
+            raise ValueError("the ordinal loss has neither exact ranks, prefetching nor "
+                             "frozen items")
 
         def ordinal_variant(params, positives, settings, work, order, epoch, chunk):
             return _ordinal_epoch(params, positives, settings, work, order, epoch, chunk,
@@ -580,7 +583,7 @@ def epoch_kernel(mode):
     if mode.exact_rank and mode.loss != LOSS_WARP:
         raise ValueError("exact ranks apply to the WARP loss only")
     return _pairwise_epoch(mode.loss == LOSS_BPR, bool(mode.exact_rank), bool(mode.adagrad),
-                           bool(mode.clip), bool(mode.prefetch))
+                           bool(mode.clip), bool(mode.prefetch), bool(mode.freeze_items))
 
 
 # ---------------------------------------------------------------------- work and epoch

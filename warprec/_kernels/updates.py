@@ -44,7 +44,8 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 
 @njit(inline="always", **JIT)
-def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagrad, clip):
+def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagrad, clip,
+                freeze_items):
     """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j]
     (``i != j``).
 
@@ -61,10 +62,15 @@ def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagr
     norm ``max_norm`` at most (:func:`_step_buffered`; ``buf`` has at least 6 rows of
     length ``d``).
 
-    ``adagrad`` and ``clip`` are compile-time constants of the calling kernel's variant
-    (see ``train.epoch_kernel``): this function is inlined into it and Numba prunes the
-    branches they rule out.
+    With ``freeze_items`` only the user row (and its accumulators) moves: the item side
+    is fixed, as when new users are folded into a trained model (:func:`user_update`).
+
+    ``adagrad``, ``clip`` and ``freeze_items`` are compile-time constants of the calling
+    kernel's variant (see ``train.epoch_kernel``): this function is inlined into it and
+    Numba prunes the branches they rule out.
     """
+    if freeze_items:
+        return user_update(U, V, GU, u, i, j, g, lr, alpha, max_norm, buf, adagrad)
     if clip:
         return _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf,
                               adagrad)
@@ -225,6 +231,21 @@ def _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, ad
             GVj[f] = aj[f]
         Gb[i] = abi
         Gb[j] = abj
+    return True
+
+
+@njit(inline="always", **JIT)
+def user_update(U, V, GU, u, i, j, g, lr, alpha, max_norm, buf, adagrad):
+    """:func:`pair_update` of the user row alone: ``U[u]`` (and ``GU[u]``) step on
+    ``g * (f(u, j) - f(u, i))`` with the items' factors and biases held fixed; the same
+    decay, Adagrad and max-norm (``max_norm > 0``) rules. The new row is computed into
+    ``buf`` (rows 0-2) and written only if finite; returns ``False`` otherwise."""
+    decay = np.float32(1.0) - lr * alpha
+    for f in range(U.shape[1]):
+        buf[0, f] = g * (V[j, f] - V[i, f])
+    if not np.isfinite(_propose_row(U, GU, u, buf, 0, lr, decay, adagrad, max_norm)):
+        return False
+    _commit_row(U, GU, u, buf, adagrad)
     return True
 
 

@@ -1,7 +1,9 @@
-"""Folding new users into a trained model: WARPFactorizer.fold_in and
-recommend(..., recalculate_user=True)."""
+"""New users and items for a trained model: folding users in (WARPFactorizer.fold_in,
+recommend(..., recalculate_user=True)) and growing the model (partial_fit with new users
+and items)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -89,3 +91,55 @@ def test_fold_in_epochs_and_input_checks(split, model):
         split[0])
     with pytest.raises(ValueError, match="ordinal"):
         ordinal.fold_in(seen)
+
+
+# ----------------------------------------------------------------------- growing the model
+def test_partial_fit_adds_users_and_items_of_a_larger_matrix():
+    """Rows and columns beyond the model's are new users and items: they get parameters
+    initialised as in fit; rows of users without positives in X keep every bit."""
+    X = make_interactions(120, 50, 1500, rank=3, random_state=2).tocsr()
+    model = WARPFactorizer(n_components=8, epochs=2, n_threads=1, random_state=0)
+    model.fit(X[:100, :40])
+    before = {name: getattr(model, name).copy() for name in ("user_factors_",
+                                                             "user_grad_sq_")}
+    only_new = sp.vstack([sp.csr_matrix((100, 50), dtype=np.float32), X[100:]]).tocsr()
+    model.partial_fit(only_new)
+    assert model.user_factors_.shape == (120, 8) and model.item_factors_.shape == (50, 8)
+    assert model.item_biases_.shape == model.bias_grad_sq_.shape == (50,)
+    assert model.train_matrix_.shape == (120, 50)
+    for name, value in before.items():   # old users had nothing to train on
+        assert getattr(model, name)[:100].tobytes() == value.tobytes()
+    assert (model.user_grad_sq_[100:] > 1).any()   # new users trained from fresh state
+    assert np.isfinite(model.item_factors_[40:]).all() and model.item_factors_[40:].any()
+    items, _ = model.recommend(110, k=5)
+    assert not set(items.tolist()) & set(X[110].indices.tolist())
+
+
+def test_partial_fit_appends_unseen_raw_ids():
+    X = make_interactions(60, 30, 700, rank=3, random_state=4).tocoo()
+    frame = pd.DataFrame({"user_id": [f"u{r:02d}" for r in X.row], "item_id": X.col * 10})
+    first = frame[(frame.user_id < "u50") & (frame.item_id < 200)]
+    model = WARPFactorizer(n_components=4, epochs=2, n_threads=1).fit(first)
+    users, items = model.user_ids_.copy(), model.item_ids_.copy()
+    model.partial_fit(frame)
+    np.testing.assert_array_equal(model.user_ids_[:len(users)], users)
+    np.testing.assert_array_equal(model.item_ids_[:len(items)], items)
+    assert model.user_ids_[len(users):].tolist() == sorted(set(frame.user_id) - set(users))
+    assert model.item_ids_[len(items):].tolist() == sorted(set(frame.item_id) - set(items))
+    assert model.user_factors_.shape[0] == len(model.user_ids_) == 60
+    assert model.recommend("u55", k=3)[0].shape == (3,)
+
+
+def test_partial_fit_refuses_what_it_cannot_align():
+    X = make_interactions(40, 20, 300, rank=2, random_state=5).tocsr()
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(X)
+    with pytest.raises(ValueError, match="must cover them"):
+        model.partial_fit(X[:30])
+    coo = X.tocoo()
+    with pytest.raises(ValueError, match="form of the first fit"):
+        model.partial_fit(pd.DataFrame({"user_id": coo.row, "item_id": coo.col}))
+    named = WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(
+        pd.DataFrame({"user_id": coo.row, "item_id": coo.col}))
+    with pytest.raises(TypeError, match="ids are strings but the model's are numbers"):
+        named.partial_fit(pd.DataFrame({"user_id": [f"u{r}" for r in coo.row],
+                                        "item_id": coo.col}))

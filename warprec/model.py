@@ -23,8 +23,8 @@ import scipy.sparse as sp
 from . import __version__
 from . import _validation
 from ._base import FactorRecommender, fit_input
-from ._inputs import (POSITIVE_INT, RANDOM_STATE, Interval, Options, as_interaction_matrix,
-                      check_positive_int, validate_params)
+from ._inputs import (POSITIVE_INT, RANDOM_STATE, IdMap, Interval, Options,
+                      as_interaction_matrix, check_positive_int, validate_params)
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
@@ -348,8 +348,13 @@ class WARPFactorizer(FactorRecommender):
         """Train ``epochs`` more epochs, continuing from the current parameters and
         optimizer state (same as :meth:`fit` on an unfitted model).
 
-        ``X`` must describe the same users and items as the first fit (same shape, or
-        raw ids known to the model); it may hold different positives. With early
+        ``X`` may hold different positives, and new users and items: a matrix may have
+        more rows and columns than the model (the first ``n_users_`` rows and
+        ``n_items_`` columns keep their meaning), a DataFrame or ``Interactions`` may
+        hold raw ids the model has not seen (appended after the known ones, in sorted
+        order). Existing rows keep their factors and optimizer state; new rows start as
+        in :meth:`fit` (random factors, zero biases, fresh Adagrad state), and
+        ``learning_rate_`` and ``alpha_`` stay those of the first fit. With early
         stopping the same seeded validation split is drawn from ``X`` (the same positives
         as in ``fit`` when ``X`` is the same), the best score starts afresh, and the
         best epoch of this call is restored.
@@ -456,6 +461,7 @@ class WARPFactorizer(FactorRecommender):
         if fresh:
             self._initialise(matrix.shape, user_ids, item_ids, config)
         else:
+            self._grow(matrix.shape, user_ids, item_ids)
             self._align_parameters()
         self.train_matrix_ = matrix
         matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
@@ -674,11 +680,9 @@ class WARPFactorizer(FactorRecommender):
                     n_threads=resolve_threads(self.n_threads))
 
     def _fit_input(self, X, fresh):
-        """Canonical CSR plus raw id arrays (None for matrix input)."""
-        if fresh:
-            matrix, user_ids, item_ids = fit_input(X)
-        else:
-            matrix, user_ids, item_ids = fit_input(X, self.user_ids_, self.item_ids_)
+        """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,
+        in its index space extended by any new users and items of ``X``."""
+        matrix, user_ids, item_ids = fit_input(X)
         if matrix.shape[0] == 0 or matrix.shape[1] == 0:
             raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one "
                              "item.")
@@ -686,18 +690,56 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("X holds no positive interaction (all entries are zero); "
                              "nothing to learn from.")
         if not fresh:
-            if matrix.shape != (self.user_factors_.shape[0], self.item_factors_.shape[0]):
-                raise ValueError(f"partial_fit got X of shape {matrix.shape} but the model was "
-                                 f"fit on {self.user_factors_.shape[0]} users x "
-                                 f"{self.item_factors_.shape[0]} items; use fit() to start over.")
-            if (user_ids is None) != (self.user_ids_ is None) or (
-                    user_ids is not None and not (np.array_equal(user_ids, self.user_ids_)
-                                                  and np.array_equal(item_ids, self.item_ids_))):
-                raise ValueError("partial_fit needs the users and items of the first fit (same "
-                                 "id maps); use fit() to train on a new catalogue.")
+            matrix, user_ids, item_ids = self._extend_index_space(matrix, user_ids, item_ids)
         if matrix.shape[1] >= 2**31 - 1:
             raise ValueError("warprec supports fewer than 2**31 - 1 items.")
         return matrix, user_ids, item_ids
+
+    def _extend_index_space(self, matrix, user_ids, item_ids):
+        """``partial_fit``'s input in the model's index space, new users and items
+        appended after the known ones."""
+        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        if (user_ids is None) != (self.user_ids_ is None):
+            known = "raw ids (a DataFrame)" if self.user_ids_ is not None else "a matrix"
+            raise ValueError(f"partial_fit needs X in the form of the first fit, which was "
+                             f"{known}; use fit() to start over.")
+        if user_ids is None:
+            if matrix.shape[0] < n_users or matrix.shape[1] < n_items:
+                raise ValueError(
+                    f"partial_fit got X of shape {matrix.shape} but the model knows {n_users} "
+                    f"users x {n_items} items: X's rows and columns keep their meaning, so it "
+                    f"must cover them (more rows or columns add new users or items); use "
+                    f"fit() to start over.")
+            return matrix, None, None
+        users, user_map = _extend_ids(self.user_ids_, user_ids, "user")
+        items, item_map = _extend_ids(self.item_ids_, item_ids, "item")
+        coo = matrix.tocoo()
+        matrix = as_interaction_matrix(sp.csr_matrix(
+            (coo.data, (user_map[coo.row], item_map[coo.col])), shape=(len(users), len(items))))
+        return matrix, users, items
+
+    def _grow(self, shape, user_ids, item_ids):
+        """Add parameter rows for new users and items (initialised as in ``fit``, from a
+        generator keyed by the seed and the epochs done)."""
+        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        if shape == (n_users, n_items):
+            return
+        rng = np.random.default_rng([self.seed_, 4, self.epochs_done_])
+        d = self.user_factors_.shape[1]
+        scale = float(self.init_scale) / np.sqrt(d)
+        new_users, new_items = shape[0] - n_users, shape[1] - n_items
+        f32 = np.float32
+        for name, fresh in (
+                ("user_factors_", rng.standard_normal((new_users, d)) * scale),
+                ("item_factors_", rng.standard_normal((new_items, d)) * scale),
+                ("item_biases_", np.zeros(new_items)),
+                ("user_grad_sq_", np.ones((new_users, d))),
+                ("item_grad_sq_", np.ones((new_items, d))),
+                ("bias_grad_sq_", np.ones(new_items))):
+            old = getattr(self, name)
+            setattr(self, name, aligned_full((old.shape[0] + len(fresh),) + old.shape[1:],
+                                             np.concatenate([old, fresh.astype(f32)]), f32))
+        self.user_ids_, self.item_ids_ = user_ids, item_ids
 
     def _sample_weights(self, matrix, sample_weight):
         if sample_weight is None:
@@ -967,6 +1009,20 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _extend_ids(known, ids, kind):
+    """The model's raw ``known`` ids followed by those of ``ids`` it does not know (in
+    their order), and the index of every element of ``ids`` in that extended array."""
+    if (known.dtype == object) != (ids.dtype == object):
+        have = "strings" if known.dtype == object else "numbers"
+        got = "strings" if ids.dtype == object else "numbers"
+        raise TypeError(f"X's {kind} ids are {got} but the model's are {have}; pass the ids "
+                        f"the model was fit with (warprec.data.Interactions maps them).")
+    index = IdMap(known).indexer(ids)
+    new = index < 0
+    index[new] = len(known) + np.arange(int(new.sum()))
+    return np.concatenate([known, ids[new]]), index
 
 
 def _epoch_info(epoch, seconds, stats):

@@ -803,6 +803,36 @@ def test_similar_items(kind, data):
         assert np.all(sims[row][np.isfinite(sims[row])] <= 1.0 + 1e-5)
 
 
+@given(st.sampled_from(["index", "int", "str"]), st.data())
+@FEW
+def test_similar_users(kind, data):
+    model, items, _ = _models()[kind]   # (the users play the items' part)
+    items = list(range(model.n_users_)) if kind == "index" else items
+    query = data.draw(id_queries(kind, items), label="users")
+    k = data.draw(_K_VALUES, label="k")
+    out = attempt("similar_users", lambda: model.similar_users(query, k=k))
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        must_fail(out, "k must be a positive integer")
+        return
+    indices = _query_indices(kind, items, query)
+    if indices is None:
+        must_fail(out, _ID_ERROR)
+        return
+    sim_items, sims = must_work(out)
+    if np.ndim(query) == 0:
+        sim_items, sims = sim_items[None], sims[None]
+    V = model.user_factors_.astype(np.float64)
+    unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-300)
+    position = {raw: i for i, raw in enumerate(items)}
+    for row, q in enumerate(indices):
+        score_of = {i: float(unit[q] @ unit[i]) for i in range(model.n_users_)}
+        got = [(-1 if (r is None or (kind != "str" and r == -1)) else position[r])
+               for r in sim_items[row].tolist()]
+        candidates = [i for i in range(model.n_users_) if i != q]
+        _check_topk(np.array(got), sims[row], candidates, score_of, int(k))
+        assert np.all(sims[row][np.isfinite(sims[row])] <= 1.0 + 1e-5)
+
+
 # ======================================================================================
 # evaluate
 # ======================================================================================

@@ -225,6 +225,7 @@ class FactorRecommender:
         factor vector have similarity 0 with everything.
         """
         self._check_fitted()
+        k = check_k(k)
         single = _is_single(items)
         index, scores = self._most_similar(self.item_factors_, self._item_index(items), k,
                                            n_threads)
@@ -242,6 +243,7 @@ class FactorRecommender:
         factor vector have similarity 0 with everything.
         """
         self._check_fitted()
+        k = check_k(k)
         single = _is_single(users)
         index, scores = self._most_similar(self.user_factors_, self._user_index(users), k,
                                            n_threads)
@@ -255,7 +257,6 @@ class FactorRecommender:
         query row itself excluded): indices and similarities."""
         from .scoring import topk_items
 
-        k = check_k(k)
         norms = np.linalg.norm(factors, axis=1)
         unit = (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
         n = factors.shape[0]

@@ -61,6 +61,38 @@ def _seen(ratings_path, user):
     return {int(r[1]) for r in rows if r[0] == str(user)}
 
 
+def test_recommend_users_file_to_csv_and_json(files):
+    """Users from a file (one id per line, or a CSV's user_id column) and the command
+    line together; CSV and JSON rows user_id, item_id, score, rank[, title]."""
+    d = files["dir"]
+    (d / "users.txt").write_text("2\n3\n")
+    (d / "users.csv").write_text("user_id,segment\n2,a\n3,b\n")
+    expected = None
+    for users_file in ("users.txt", "users.csv"):
+        out = d / "recs.csv"
+        proc = warprec("recommend", files["model"], 1, "--users-file", d / users_file, "-k", 3,
+                       "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        assert "wrote 9 recommendations for 3 users" in proc.stdout
+        lines = out.read_text().splitlines()
+        assert lines[0] == "user_id,item_id,score,rank"
+        rows = [line.split(",") for line in lines[1:]]
+        assert [r[0] for r in rows] == ["1"] * 3 + ["2"] * 3 + ["3"] * 3
+        assert [r[3] for r in rows] == ["1", "2", "3"] * 3
+        for r in rows:
+            assert int(r[1]) not in _seen(files["ratings"], int(r[0]))
+        assert expected is None or rows == expected
+        expected = rows
+    proc = warprec("recommend", files["model"], 2, "-k", 2, "--format", "json", "--titles",
+                   files["titles"])
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(proc.stdout)
+    assert [r["rank"] for r in records] == [1, 2] and {r["user_id"] for r in records} == {2}
+    assert all(r["title"].startswith("Film number") for r in records)
+    assert [[str(r["user_id"]), str(r["item_id"])] for r in records] == [
+        row[:2] for row in expected[3:5]]
+
+
 def test_fit_recommend_evaluate(files):
     proc = warprec("recommend", files["model"], 1, 2, 3, "-k", 4)
     assert proc.returncode == 0, proc.stderr
@@ -182,7 +214,15 @@ BAD = {
                              "-k must be a positive integer"),
     "recommend missing titles": (["recommend", "{model}", "1", "--titles", "{dir}/no.csv"],
                                  "No such file"),
-    "recommend no users": (["recommend", "{model}"], "required"),
+    "recommend no users": (["recommend", "{model}"], "no users given"),
+    "recommend missing users file": (["recommend", "{model}", "--users-file",
+                                      "{dir}/nope.txt"], "cannot read the users file"),
+    "recommend users csv without user_id": (["recommend", "{model}", "--users-file",
+                                             "{dir}/nocols.csv"], "without a user_id column"),
+    "recommend unknown output extension": (["recommend", "{model}", "1", "-o",
+                                            "{dir}/recs.parquet"], "cannot tell the format"),
+    "recommend bad format": (["recommend", "{model}", "1", "--format", "xml"],
+                             "invalid choice"),
     "evaluate k zero": (["evaluate", "{ratings}", "-k", "0"], "-k must be a positive integer"),
     "evaluate bad fraction": (["evaluate", "{ratings}", "--test-fraction", "1.5"],
                               "test-fraction"),

@@ -125,10 +125,16 @@ def build_parser():
 
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
     p.add_argument("model", help="model file written by `warprec fit`")
-    p.add_argument("users", nargs="+", help="raw user ids")
+    p.add_argument("users", nargs="*", help="raw user ids")
+    p.add_argument("--users-file", help="more user ids: a CSV with a user_id column, or one "
+                                        "id per line")
     p.add_argument("-k", type=int, default=10, help="items per user (default 10)")
     p.add_argument("--titles", help="movies.csv / u.item to show titles")
     p.add_argument("--include-seen", action="store_true", help="do not exclude training items")
+    p.add_argument("--format", choices=("text", "csv", "json"),
+                   help="output format (default: from --output's extension, else text); csv "
+                        "and json give rows user_id, item_id, score, rank[, title]")
+    p.add_argument("-o", "--output", help="write the recommendations to this file")
 
     p = sub.add_parser("demo", help="fit, evaluate and recommend on the embedded data")
     p.add_argument("--data", default=None, help=argparse.SUPPRESS)
@@ -356,16 +362,71 @@ def cmd_recommend(args, out):
     if args.titles:
         from .data import read_item_titles
         titles = read_item_titles(args.titles)
-    users = [_parse_id(u, model.user_ids_) for u in args.users]
-    items, scores = model.recommend(users, k=args.k, exclude_seen=not args.include_seen)
-    for user, row, srow in zip(users, items, scores):
-        out.write(f"user {user}:\n")
-        for rank, (item, score) in enumerate(zip(row, srow), 1):
-            if item is None or score == float("-inf"):
-                continue
-            title = f"  {titles.get(item, '')}" if titles is not None else ""
-            out.write(f"  {rank:>3}. {item}{title}  ({score:.3f})\n")
+    users = [_parse_id(u, model.user_ids_) for u in args.users + _read_user_ids(args.users_file)]
+    if not users:
+        raise CLIError("no users given: list user ids after the model file, or pass "
+                       "--users-file.")
+    fmt = args.format or _format_of(args.output)
+    frame = model.recommend(users, k=args.k, exclude_seen=not args.include_seen,
+                            as_frame=True)
+    if titles is not None:
+        frame["title"] = [titles.get(item, "") for item in frame["item_id"]]
+    with contextlib.ExitStack() as stack:
+        target = out if args.output is None else stack.enter_context(
+            open(args.output, "w", encoding="utf-8", newline=""))
+        if fmt == "csv":
+            frame.to_csv(target, index=False)
+        elif fmt == "json":
+            json.dump([{key: _json_value(value) for key, value in row.items()}
+                       for row in frame.to_dict("records")], target, indent=1)
+            target.write("\n")
+        else:
+            groups = dict(tuple(frame.groupby("user_id", sort=False)))
+            for user in dict.fromkeys(users):
+                target.write(f"user {user}:\n")
+                rows = groups.get(user, frame.iloc[:0])
+                for row in rows.itertuples(index=False):
+                    title = f"  {row.title}" if titles is not None else ""
+                    target.write(f"  {row.rank:>3}. {row.item_id}{title}  ({row.score:.3f})\n")
+    if args.output is not None:
+        out.write(f"wrote {len(frame)} recommendations for {len(users)} users to "
+                  f"{args.output} ({fmt})\n")
     return 0
+
+
+def _format_of(path):
+    """The output format named by a file's extension (text without one)."""
+    if path is None:
+        return "text"
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in (".csv", ".json"):
+        return suffix[1:]
+    if suffix in ("", ".txt"):
+        return "text"
+    raise CLIError(f"cannot tell the format of {path!r} from its extension: use .csv, .json or "
+                   f".txt, or pass --format.")
+
+
+def _read_user_ids(path):
+    """User ids (as strings) from a file: the user_id column of a CSV with a header, or
+    one id per line."""
+    if path is None:
+        return []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = [line.strip() for line in fh if line.strip()]
+    except OSError as exc:
+        raise CLIError(f"cannot read the users file {path!r}: {exc.strerror or exc}.") from None
+    if lines and "," in lines[0]:
+        import pandas as pd
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if "user_id" not in frame.columns:
+            raise CLIError(f"the users file {path!r} is a CSV without a user_id column "
+                           f"(columns: {', '.join(frame.columns)}).")
+        return frame["user_id"].str.strip().tolist()
+    if lines and lines[0] == "user_id":
+        lines = lines[1:]
+    return lines
 
 
 def _parse_id(text, known):

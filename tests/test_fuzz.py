@@ -773,14 +773,21 @@ def test_recommend(kind, data):
         _check_topk(np.array(got), rec_scores[row], sorted(candidates), score_of, int(k))
 
 
-@given(st.sampled_from(["index", "int", "str"]), st.data())
+@given(st.sampled_from(["index", "int", "str"]), st.sampled_from(["items", "users"]),
+       st.data())
 @FEW
-def test_similar_items(kind, data):
-    model, _, items = _models()[kind]
-    items = list(range(model.n_items_)) if kind == "index" else items
-    query = data.draw(id_queries(kind, items), label="items")
+def test_similar_items_and_users(kind, side, data):
+    """similar_items, and similar_users with the users in the items' part."""
+    model, users, items = _models()[kind]
+    if side == "users":
+        items = list(range(model.n_users_)) if kind == "index" else users
+        factors, similar = model.user_factors_, model.similar_users
+    else:
+        items = list(range(model.n_items_)) if kind == "index" else items
+        factors, similar = model.item_factors_, model.similar_items
+    query = data.draw(id_queries(kind, items), label=side)
     k = data.draw(_K_VALUES, label="k")
-    out = attempt("similar_items", lambda: model.similar_items(query, k=k))
+    out = attempt(f"similar_{side}", lambda: similar(query, k=k))
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         must_fail(out, "k must be a positive integer")
         return
@@ -791,44 +798,14 @@ def test_similar_items(kind, data):
     sim_items, sims = must_work(out)
     if np.ndim(query) == 0:
         sim_items, sims = sim_items[None], sims[None]
-    V = model.item_factors_.astype(np.float64)
+    V = factors.astype(np.float64)
     unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-300)
     position = {raw: i for i, raw in enumerate(items)}
     for row, q in enumerate(indices):
-        score_of = {i: float(unit[q] @ unit[i]) for i in range(model.n_items_)}
+        score_of = {i: float(unit[q] @ unit[i]) for i in range(len(V))}
         got = [(-1 if (r is None or (kind != "str" and r == -1)) else position[r])
                for r in sim_items[row].tolist()]
-        candidates = [i for i in range(model.n_items_) if i != q]
-        _check_topk(np.array(got), sims[row], candidates, score_of, int(k))
-        assert np.all(sims[row][np.isfinite(sims[row])] <= 1.0 + 1e-5)
-
-
-@given(st.sampled_from(["index", "int", "str"]), st.data())
-@FEW
-def test_similar_users(kind, data):
-    model, items, _ = _models()[kind]   # (the users play the items' part)
-    items = list(range(model.n_users_)) if kind == "index" else items
-    query = data.draw(id_queries(kind, items), label="users")
-    k = data.draw(_K_VALUES, label="k")
-    out = attempt("similar_users", lambda: model.similar_users(query, k=k))
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-        must_fail(out, "k must be a positive integer")
-        return
-    indices = _query_indices(kind, items, query)
-    if indices is None:
-        must_fail(out, _ID_ERROR)
-        return
-    sim_items, sims = must_work(out)
-    if np.ndim(query) == 0:
-        sim_items, sims = sim_items[None], sims[None]
-    V = model.user_factors_.astype(np.float64)
-    unit = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-300)
-    position = {raw: i for i, raw in enumerate(items)}
-    for row, q in enumerate(indices):
-        score_of = {i: float(unit[q] @ unit[i]) for i in range(model.n_users_)}
-        got = [(-1 if (r is None or (kind != "str" and r == -1)) else position[r])
-               for r in sim_items[row].tolist()]
-        candidates = [i for i in range(model.n_users_) if i != q]
+        candidates = [i for i in range(len(V)) if i != q]
         _check_topk(np.array(got), sims[row], candidates, score_of, int(k))
         assert np.all(sims[row][np.isfinite(sims[row])] <= 1.0 + 1e-5)
 

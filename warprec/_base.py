@@ -224,15 +224,7 @@ class FactorRecommender:
         :meth:`recommend`'s output (1-D for a single query item). Items with an all-zero
         factor vector have similarity 0 with everything.
         """
-        self._check_fitted()
-        k = check_k(k)
-        single = _is_single(items)
-        index, scores = self._most_similar(self.item_factors_, self._item_index(items), k,
-                                           n_threads)
-        out = self._raw_items(index)
-        if single:
-            return out[0], scores[0]
-        return out, scores
+        return self._most_similar("item", items, k, n_threads)
 
     def similar_users(self, users, k=10, *, n_threads=None):
         """Users most similar to the given ones by cosine similarity of user factors.
@@ -242,29 +234,33 @@ class FactorRecommender:
         for a model fit on a matrix; -1 or None in unfilled slots). Users with an all-zero
         factor vector have similarity 0 with everything.
         """
-        self._check_fitted()
-        k = check_k(k)
-        single = _is_single(users)
-        index, scores = self._most_similar(self.user_factors_, self._user_index(users), k,
-                                           n_threads)
-        out = _raw_ids(index, self.user_ids_)
-        if single:
-            return out[0], scores[0]
-        return out, scores
+        return self._most_similar("user", users, k, n_threads)
 
-    def _most_similar(self, factors, query, k, n_threads):
-        """Top-k rows of ``factors`` by cosine similarity to the rows ``query`` (each
-        query row itself excluded): indices and similarities."""
+    def _most_similar(self, kind, ids, k, n_threads):
+        """:meth:`similar_items` (``kind="item"``) or :meth:`similar_users` (``"user"``):
+        the top-k rows of that side's factors by cosine similarity to the rows of ``ids``,
+        each query row itself excluded."""
         from .scoring import topk_items
 
+        self._check_fitted()
+        k = check_k(k)
+        single = _is_single(ids)
+        if kind == "item":
+            factors, query, raw = self.item_factors_, self._item_index(ids), self.item_ids_
+        else:
+            factors, query, raw = self.user_factors_, self._user_index(ids), self.user_ids_
         norms = np.linalg.norm(factors, axis=1)
         unit = (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
         n = factors.shape[0]
         self_mask = sp.csr_matrix((np.ones(query.size, np.float32),
                                    (np.arange(query.size), query)), shape=(query.size, n))
-        return topk_items(unit[query], unit, np.zeros(n, np.float32), np.arange(query.size),
-                          k, exclude=self_mask,
-                          n_threads=self.n_threads if n_threads is None else n_threads)
+        index, scores = topk_items(unit[query], unit, np.zeros(n, np.float32),
+                                   np.arange(query.size), k, exclude=self_mask,
+                                   n_threads=self.n_threads if n_threads is None else n_threads)
+        out = _raw_ids(index, raw)
+        if single:
+            return out[0], scores[0]
+        return out, scores
 
     # ------------------------------------------------------------------ evaluation glue
     def score(self, X, y=None) -> float:

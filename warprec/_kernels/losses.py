@@ -42,6 +42,27 @@ def _n_pairs(counts, m):
 
 
 @njit(**JIT)
+def _sweep_start(f, y, n_labels, out_grad):
+    """The start shared by the ordinal losses: check the arguments, zero the gradient and
+    count the ordered pairs ``M``; then the scores' stable ascending order, the upper
+    events ``1 + f`` in that order (non-decreasing, since fl(1 + x) is monotone) and the
+    median score, the centre of the sweep. Returns ``(M, counts, order, upper, centre)``;
+    with ``M == 0`` the last three are empty or 0 (the loss is 0)."""
+    m = f.shape[0]
+    counts = _check_ordinal_args(f, y, n_labels, out_grad)
+    for t in range(m):
+        out_grad[t] = 0.0
+    M = _n_pairs(counts, m)
+    if M == 0:
+        return M, counts, np.zeros(0, np.int64), np.zeros(0), 0.0
+    order = np.argsort(f, kind="mergesort")
+    upper = np.empty(m, dtype=np.float64)
+    for t in range(m):
+        upper[t] = 1.0 + f[order[t]]
+    return M, counts, order, upper, f[order[m // 2]]
+
+
+@njit(**JIT)
 def ordinal_loss_grad(f, y, C, out_grad):
     r"""Ordinal-regression loss and gradient, O(m log m + m n) (Algorithm 1).
 
@@ -108,18 +129,9 @@ def ordinal_loss_grad(f, y, C, out_grad):
     n = C.shape[0]
     if C.shape[1] != n:
         raise ValueError("C must be a square (n, n) matrix")
-    counts = _check_ordinal_args(f, y, n, out_grad)
-    for t in range(m):
-        out_grad[t] = 0.0
-    M = _n_pairs(counts, m)
+    M, counts, order, upper, centre = _sweep_start(f, y, n, out_grad)
     if M == 0:
         return 0.0
-
-    order = np.argsort(f, kind="mergesort")
-    upper = np.empty(m, dtype=np.float64)
-    for t in range(m):
-        upper[t] = 1.0 + f[order[t]]  # non-decreasing because fl(1 + x) is monotone
-    centre = f[order[m // 2]]
 
     h = np.zeros(n, dtype=np.int64)
     u = counts.copy()
@@ -230,18 +242,9 @@ def ordinal_loss_grad_unit(f, y, n_labels, out_grad):
     """
     m = f.shape[0]
     n = n_labels
-    counts = _check_ordinal_args(f, y, n, out_grad)
-    for t in range(m):
-        out_grad[t] = 0.0
-    M = _n_pairs(counts, m)
+    M, counts, order, upper, centre = _sweep_start(f, y, n, out_grad)
     if M == 0:
         return 0.0
-
-    order = np.argsort(f, kind="mergesort")
-    upper = np.empty(m, dtype=np.float64)
-    for t in range(m):
-        upper[t] = 1.0 + f[order[t]]
-    centre = f[order[m // 2]]
 
     h_tree = np.zeros(n + 1, dtype=np.int64)  # h[k]: lower events seen, label k
     u_tree = np.zeros(n + 1, dtype=np.int64)  # u[k]: upper events to come, label k

@@ -157,3 +157,72 @@ def score_bound(U, V, b):
         return max(float(a.max()), -float(a.min())) if a.size else 0.0
 
     return U.shape[1] * max_abs(U) * max_abs(V) + max_abs(b)
+
+
+def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
+                   max_sampled, adagrad, seed, epoch, loss="warp"):
+    """One epoch of the hybrid model, one positive at a time, in place.
+
+    Mirrors ``warprec._kernels.features`` with one thread: representations are the
+    weighted sums of feature rows (``FU``, ``FI`` dense feature matrices), the draws and
+    the rank estimate are :func:`warp_epoch`'s, and an update moves the user's feature
+    rows, then item i's (factors and biases), then item j's, each along its weight times
+    the gradient of its representation.
+    """
+    f32 = np.float32
+    n_items = FI.shape[0]
+    decay = f32(1.0 - f32(lr) * f32(alpha))
+
+    def rep(F, E, row):
+        return sum((f32(F[row, f]) * E[f] for f in np.flatnonzero(F[row])),
+                   np.zeros(E.shape[1], f32)).astype(f32)
+
+    def bias(row):
+        return f32(sum(f32(FI[row, f]) * c[f] for f in np.flatnonzero(FI[row])))
+
+    def step(F, E, G, cb, Gb, row, direction, g, bias_g):
+        for f in np.flatnonzero(F[row]):
+            x = f32(F[row, f])
+            gr = (g * x * direction).astype(f32)
+            if adagrad:
+                G[f] += gr * gr
+                E[f] = decay * E[f] - f32(lr) * gr / np.sqrt(G[f])
+            else:
+                E[f] = decay * E[f] - f32(lr) * gr
+            if cb is not None:
+                gb = f32(bias_g * x)
+                if adagrad:
+                    Gb[f] += gb * gb
+                    cb[f] -= f32(lr) * gb / np.sqrt(Gb[f])
+                else:
+                    cb[f] -= f32(lr) * gb
+
+    for p in order:
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        Y = n_items - len(row)
+        if Y == 0:
+            continue
+        key = stream_key(seed, epoch, int(p))
+        i = int(X.indices[p])
+        ru, ri = rep(FU, EU, u), rep(FI, EI, i)
+        f_i = f32(ru @ ri + bias(i))
+        if loss == "bpr":
+            j = draw_negative(key, 0, row, n_items)
+            rj = rep(FI, EI, j)
+            x = float(f_i - f32(ru @ rj + bias(j)))
+            g = f32(1.0 / (1.0 + np.exp(x)))
+        else:
+            g = j = None
+            for trial in range(1, max_sampled + 1):
+                cand = draw_negative(key, trial - 1, row, n_items)
+                rj = rep(FI, EI, cand)
+                if f32(ru @ rj + bias(cand)) + 1.0 > f_i:
+                    j = cand
+                    g = f32(table[min(max((Y - 1) // trial, 1), Y)])
+                    break
+            if g is None or g == 0:
+                continue
+        step(FU, EU, GU, None, None, u, (rj - ri).astype(f32), g, 0.0)
+        step(FI, EI, GI, c, Gc, i, ru, -g, -g)
+        step(FI, EI, GI, c, Gc, j, ru, g, g)

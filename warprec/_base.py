@@ -92,13 +92,17 @@ class FactorRecommender:
         """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
         return _raw_ids(index, self.item_ids_)
 
-    def predict(self, user_ids, item_ids):
+    def predict(self, user_ids=None, item_ids=None, *, user_features=None,
+                item_features=None):
         """Scores ``f(u, i)`` of (user, item) pairs.
 
         Parameters
         ----------
         user_ids, item_ids : scalar or 1-D array_like
             Raw ids (or indices for a model fit on a matrix); broadcast against each other.
+        user_features, item_features : optional
+            Instead of ids: feature rows (one per user / item, in the form the model was
+            fit with), for users or items the model has not seen.
 
         Returns
         -------
@@ -111,39 +115,63 @@ class FactorRecommender:
             An id was not seen at fit time.
         """
         self._check_fitted()
-        u = self._user_index(user_ids)
-        i = self._item_index(item_ids)
+        if user_features is not None:
+            if user_ids is not None:
+                raise ValueError("pass user_ids or user_features, not both.")
+            U = self._embed_features("user", user_features)[0]
+            u = np.arange(U.shape[0])
+        else:
+            U, u = self.user_factors_, self._user_index(user_ids)
+        if item_features is not None:
+            if item_ids is not None:
+                raise ValueError("pass item_ids or item_features, not both.")
+            V, b = self._embed_features("item", item_features)[:2]
+            i = np.arange(V.shape[0])
+        else:
+            V, b, i = self.item_factors_, self.item_biases_, self._item_index(item_ids)
         if u.size != i.size and u.size != 1 and i.size != 1:
             raise ValueError(f"user_ids ({u.size}) and item_ids ({i.size}) must have the same "
                              "length (or one of them a single id).")
         u, i = np.broadcast_arrays(u, i)
-        scores = np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i],
+        scores = np.einsum("ij,ij->i", U[np.atleast_1d(u)], V[np.atleast_1d(i)],
                            dtype=np.float32)
-        return scores + self.item_biases_[i]
+        return scores + b[np.atleast_1d(i)]
 
     def recommend(self, users, k=10, exclude_seen=True, filter_items=None, *, user_items=None,
-                  recalculate_user=False, items=None, as_frame=False, n_threads=None):
+                  recalculate_user=False, user_features=None, item_features=None, items=None,
+                  as_frame=False, n_threads=None):
         """Top-k items for one user or a batch of users.
 
         Parameters
         ----------
         users : scalar or 1-D array_like
-            Raw user id(s) (indices for a model fit on a matrix).
+            Raw user id(s) (indices for a model fit on a matrix). With
+            ``recalculate_user`` or ``user_features`` they only label the output and
+            may be ids the model has never seen.
         k : int, default 10
             Number of items per user. Values above the number of items are clipped to it.
         exclude_seen : bool, default True
             Leave out the user's known positives: those of ``user_items`` if given, else
-            those of the matrix the model was fit on.
+            those of the matrix the model was fit on (for known users and items).
         filter_items : array_like, optional
             Items never to recommend (raw ids / indices), as in implicit.
         user_items : scipy.sparse matrix, optional
-            One row per requested user (implicit's convention) over the model's items,
-            whose stored entries are excluded instead of the training positives.
+            One row per requested user (implicit's convention) over the candidate items
+            (the model's, or the rows of ``item_features``), whose stored entries are
+            excluded instead of the training positives.
         recalculate_user : bool, default False
             Compute each user's embedding from its row of ``user_items`` with the items
-            held fixed (:meth:`fold_in`) instead of looking it up: ``users`` may then be
-            ids the model has never seen (they only label the output), for example users
+            held fixed (:meth:`fold_in`) instead of looking it up, for example for users
             who signed up after training. Needs ``user_items``.
+        user_features : optional
+            Feature rows of the requested users (one per user, in order), in the form the
+            model was fit with (see ``WARPFactorizer.fit``): their embeddings come from
+            their features (:meth:`user_embeddings`), e.g. for new users.
+        item_features : optional
+            Feature rows of the candidate items, in the form the model was fit with:
+            rank the items they describe (a catalogue that may include items unseen at
+            fit) instead of the model's items. The returned items are the rows' item ids
+            (a DataFrame's ``item_id`` column; row indices for a matrix).
         items : array_like, optional
             Restrict the candidates to these items.
         as_frame : bool, default False
@@ -166,36 +194,55 @@ class FactorRecommender:
         self._check_fitted()
         k = check_k(k)
         single = _is_single(users)
-        if recalculate_user:
-            if user_items is None:
-                raise ValueError("recalculate_user=True computes the users' embeddings from "
-                                 "their interactions: pass them as user_items (one row per "
-                                 "requested user over the model's items).")
-            n_requested = 1 if single else len(np.asarray(users, dtype=object).reshape(-1))
+        n_requested = 1 if single else len(np.asarray(users, dtype=object).reshape(-1))
+        if recalculate_user and user_features is not None:
+            raise ValueError("pass either recalculate_user=True (embeddings from user_items) "
+                             "or user_features, not both.")
+        if recalculate_user and user_items is None:
+            raise ValueError("recalculate_user=True computes the users' embeddings from "
+                             "their interactions: pass them as user_items (one row per "
+                             "requested user over the model's items).")
+        # the candidate items
+        if item_features is not None:
+            if items is not None or filter_items is not None:
+                raise ValueError("with item_features the candidates are its rows: select "
+                                 "the rows instead of passing items or filter_items.")
+            item_factors, item_biases, item_labels = self._embed_features("item",
+                                                                          item_features)
         else:
-            u = self._user_index(users)
-            n_requested = u.size
-        exclude = ui = None
+            item_factors, item_biases, item_labels = self.item_factors_, self.item_biases_, None
+        n_candidates = item_factors.shape[0]
+        ui = None
         if user_items is not None:
             ui = as_interaction_matrix(user_items, "user_items")
-            if ui.shape != (n_requested, self.n_items_):
+            if ui.shape != (n_requested, n_candidates):
                 raise ValueError(f"user_items must have one row per requested user and one "
-                                 f"column per item: expected {(n_requested, self.n_items_)}, "
-                                 f"got {ui.shape}.")
+                                 f"column per candidate item: expected "
+                                 f"{(n_requested, n_candidates)}, got {ui.shape}.")
+        # the users: a looked-up index into user_factors, or rows of their own
         if recalculate_user:
-            user_factors = self.fold_in(ui)
+            user_factors, u = self.fold_in(ui), np.arange(n_requested)
+        elif user_features is not None:
+            user_factors = self._embed_features("user", user_features)[0]
+            if user_factors.shape[0] != n_requested:
+                raise ValueError(f"user_features has {user_factors.shape[0]} rows for "
+                                 f"{n_requested} requested users.")
             u = np.arange(n_requested)
         else:
-            user_factors = self.user_factors_
-        if exclude_seen:
-            if ui is not None:
-                exclude = ui
-                rows = np.arange(u.size)
-            else:
-                exclude = self.train_matrix_
-                rows = u
-        else:
+            user_factors, u = self.user_factors_, self._user_index(users)
+        known_users = not (recalculate_user or user_features is not None)
+        if known_users and item_labels is None and (ui is None or not exclude_seen):
+            # the common case: rows of the model's factors and training matrix by index
             rows = u
+            exclude = self.train_matrix_ if exclude_seen else None
+        else:
+            user_factors, rows = user_factors[u], np.arange(u.size)
+            exclude = None
+            if exclude_seen:
+                if ui is not None:
+                    exclude = ui
+                elif known_users:
+                    exclude = self._seen_among(self.train_matrix_[u], item_labels)
         allowed = None
         if filter_items is not None or items is not None:
             allowed = np.ones(self.n_items_, dtype=bool)
@@ -204,18 +251,80 @@ class FactorRecommender:
                 allowed[self._item_index(items)] = True
             if filter_items is not None:
                 allowed[self._item_index(filter_items)] = False
-        if exclude is not None and rows is not u:
-            user_factors = user_factors[u]
-            u = rows
-        index, scores = topk_items(user_factors, self.item_factors_, self.item_biases_, u,
-                                   k, exclude=exclude, allowed_items=allowed,
+        index, scores = topk_items(user_factors, item_factors, item_biases, rows, k,
+                                   exclude=exclude, allowed_items=allowed,
                                    n_threads=self.n_threads if n_threads is None else n_threads)
-        out = self._raw_items(index)
+        out = self._raw_items(index) if item_labels is None else _raw_ids(index, item_labels)
         if as_frame:
             return _top_frame(users, single, index, out, scores)
         if single:
             return out[0], scores[0]
         return out, scores
+
+    def _seen_among(self, seen, labels):
+        """``seen`` (rows over the model's items) over the candidates ``labels`` instead:
+        a candidate whose id is a known item keeps that item's entries."""
+        column = self._known("item", labels)
+        keep = column >= 0
+        to_candidate = sp.csr_matrix((np.ones(int(keep.sum()), np.float32),
+                                      (column[keep], np.flatnonzero(keep))),
+                                     shape=(self.n_items_, len(labels)))
+        return (seen @ to_candidate).tocsr()
+
+    def _known(self, kind, labels):
+        """The model's user (``kind="user"``) or item index of every label, -1 where it
+        knows none."""
+        n = self.n_users_ if kind == "user" else self.n_items_
+        if self._id_map(kind) is None:   # fit on a matrix: the labels are indices
+            values = np.asarray(labels)
+            if not np.issubdtype(values.dtype, np.integer):
+                return np.full(len(values), -1)
+            return np.where((values >= 0) & (values < n), values, -1)
+        return self._id_map(kind).indexer(np.asarray(labels))
+
+    def user_embeddings(self, user_features=None, users=None):
+        """User factors: of the given feature rows (new users; see
+        ``WARPFactorizer.fit``'s ``user_features``), of the given users, or (neither
+        given) of every user the model knows.
+
+        Returns
+        -------
+        ndarray of float32, shape (n, n_components)
+        """
+        self._check_fitted()
+        if user_features is not None:
+            if users is not None:
+                raise ValueError("pass user_features or users, not both.")
+            return self._embed_features("user", user_features)[0]
+        if users is None:
+            return self.user_factors_.copy()
+        return self.user_factors_[np.atleast_1d(self._user_index(users))]
+
+    def item_embeddings(self, item_features=None, items=None):
+        """Item factors and biases: of the given feature rows (items unseen at fit, too),
+        of the given items, or (neither given) of every item the model knows.
+
+        Returns
+        -------
+        factors : ndarray of float32, shape (n, n_components)
+        biases : ndarray of float32, shape (n,)
+        """
+        self._check_fitted()
+        if item_features is not None:
+            if items is not None:
+                raise ValueError("pass item_features or items, not both.")
+            return self._embed_features("item", item_features)[:2]
+        if items is None:
+            return self.item_factors_.copy(), self.item_biases_.copy()
+        i = np.atleast_1d(self._item_index(items))
+        return self.item_factors_[i], self.item_biases_[i]
+
+    def _embed_features(self, kind, features):
+        """``(factors, biases, labels)`` of entities described by feature rows; only models
+        fit with side features have them."""
+        raise ValueError(f"this {type(self).__name__} has no side features: fit "
+                         f"warprec.WARPFactorizer with {kind}_features=... to embed "
+                         f"{kind}s from their features.")
 
     def similar_items(self, items, k=10, *, n_threads=None):
         """Items most similar to the given ones by cosine similarity of item factors.

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from . import __version__
 from . import _validation
 from ._base import FactorRecommender, fit_input
+from ._features import FeatureEncoder
 from ._inputs import (POSITIVE_INT, RANDOM_STATE, IdMap, Interval, Options,
                       as_interaction_matrix, check_positive_int, validate_params)
 from ._kernels import negatives as _negatives
@@ -48,6 +49,10 @@ _SAMPLING = ("uniform", "popularity")
 #: The fitted arrays the training kernel updates.
 _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
                      "item_grad_sq_", "bias_grad_sq_")
+#: The arrays the hybrid model's kernel updates (with side features).
+_FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
+                   "user_feature_grad_sq_", "item_feature_grad_sq_",
+                   "item_feature_bias_grad_sq_")
 _ESTIMATORS = ("sampled", "exact")
 _ORDERS = ("auto", "positives", "users")
 
@@ -182,6 +187,12 @@ class WARPFactorizer(FactorRecommender):
     verbose : bool, default False
         Show a tqdm progress bar over epochs (with the validation score when there is
         one).
+    identity_features : bool, default True
+        With side features (``fit(..., user_features=..., item_features=...)``): give
+        every user and item of the fit an indicator feature of its own besides the given
+        ones, so that warm entities keep an embedding of their own (a model with features
+        is then never worse than pure collaborative filtering on them). A side without
+        given features always has the indicator features.
 
     Attributes
     ----------
@@ -211,6 +222,15 @@ class WARPFactorizer(FactorRecommender):
         With early stopping: the number of epochs (counted over all fit and
         partial_fit calls, like ``epochs_done_``) after which the validation score was
         best; the parameters are those of that epoch and ``epochs_done_`` equals it.
+    user_feature_factors_, item_feature_factors_ : ndarray of float32
+        With side features: one embedding per feature (indicator features first, then
+        the given ones, as named in ``user_feature_names_`` / ``item_feature_names_``);
+        ``item_feature_biases_`` one bias per item feature. A user's or item's factors
+        (``user_factors_``, ``item_factors_``, ``item_biases_``) are the weighted sums of
+        its features' (LightFM's convention; the feature rows are used as given, not
+        normalised).
+    user_features_, item_features_ : scipy.sparse.csr_matrix
+        With side features: the feature matrices of the fit's users and items.
     """
 
     #: Each parameter's allowed values, checked by ``_check_params`` before every fit
@@ -236,6 +256,7 @@ class WARPFactorizer(FactorRecommender):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [POSITIVE_INT],
         "n_threads": [None, POSITIVE_INT],
+        "identity_features": ["boolean"],
     }
 
     def __init__(self, n_components=64, epochs=60, learning_rate="auto", max_sampled=100,
@@ -244,7 +265,7 @@ class WARPFactorizer(FactorRecommender):
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
-                 verbose=False):
+                 verbose=False, identity_features=True):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -268,6 +289,7 @@ class WARPFactorizer(FactorRecommender):
         self.n_iter_no_change = n_iter_no_change
         self.validation_metric = validation_metric
         self.verbose = verbose
+        self.identity_features = identity_features
 
     # ------------------------------------------------------------------ sklearn API
     @classmethod
@@ -312,7 +334,8 @@ class WARPFactorizer(FactorRecommender):
         return f"WARPFactorizer({', '.join(changed)})"
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, sample_weight=None, *, validation_data=None, callback=None):
+    def fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
+            validation_data=None, callback=None):
         """Learn embeddings from positive interactions, starting from scratch.
 
         Parameters
@@ -333,6 +356,16 @@ class WARPFactorizer(FactorRecommender):
             form ``X`` takes, in X's index space (a matrix of X's shape, or raw ids known
             from X). Without early stopping the scores are only recorded
             (``validation_scores_``).
+        user_features, item_features : optional
+            Side features, which make the model hybrid: a user's (item's) embedding and
+            bias are the weighted sums of its features' (see ``identity_features``). A
+            scipy.sparse matrix or dense array with one row per user (item) of X, in X's
+            index space, and one column per feature (the values are the weights); or a
+            DataFrame with a ``user_id`` (``item_id``) column of X's ids (indices for
+            matrix input) and feature columns: numeric columns are features weighted by
+            their values, other columns are one-hot encoded (``"column=value"``).
+            Entities without a row have only their indicator feature. Supported with the
+            WARP loss (estimated ranks) and BPR, without ``max_norm``.
         callback : callable, optional
             Called as ``callback(model, info)`` after every epoch with ``info`` the
             epoch's ``history_`` entry; returning ``False`` stops training early.
@@ -342,9 +375,11 @@ class WARPFactorizer(FactorRecommender):
         self
         """
         self._reset()
-        return self._train(X, sample_weight, validation_data, callback, fresh=True)
+        return self._train(X, sample_weight, validation_data, callback, fresh=True,
+                           features=(user_features, item_features))
 
-    def partial_fit(self, X, sample_weight=None, *, validation_data=None, callback=None):
+    def partial_fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
+                    validation_data=None, callback=None):
         """Train ``epochs`` more epochs, continuing from the current parameters and
         optimizer state (same as :meth:`fit` on an unfitted model).
 
@@ -357,10 +392,13 @@ class WARPFactorizer(FactorRecommender):
         ``learning_rate_`` and ``alpha_`` stay those of the first fit. With early
         stopping the same seeded validation split is drawn from ``X`` (the same positives
         as in ``fit`` when ``X`` is the same), the best score starts afresh, and the
-        best epoch of this call is restored.
+        best epoch of this call is restored. A model with side features keeps those of
+        its fit unless new ones are given (same columns, one row per user / item); it
+        cannot grow.
         """
         fresh = not hasattr(self, "user_factors_")
-        return self._train(X, sample_weight, validation_data, callback, fresh=fresh)
+        return self._train(X, sample_weight, validation_data, callback, fresh=fresh,
+                           features=(user_features, item_features))
 
     def fold_in(self, user_items, *, epochs=None):
         """Embeddings for users described by their interactions, the item side fixed.
@@ -454,15 +492,26 @@ class WARPFactorizer(FactorRecommender):
             if name.endswith("_") and not name.startswith("__"):
                 delattr(self, name)
 
-    def _train(self, X, sample_weight, validation_data, callback, fresh):
+    def _train(self, X, sample_weight, validation_data, callback, fresh, features):
         config = self._check_params()
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
             self._initialise(matrix.shape, user_ids, item_ids, config)
+            if any(f is not None for f in features):
+                self._initialise_features(features, config)
         else:
+            if self._hybrid() and matrix.shape != self.train_matrix_.shape:
+                raise ValueError("a model with side features cannot grow: partial_fit needs "
+                                 "the users and items of its fit; use fit() with features "
+                                 "for the new ones.")
+            if not self._hybrid() and any(f is not None for f in features):
+                raise ValueError("this model was fit without side features; use fit() to "
+                                 "start a model with features.")
             self._grow(matrix.shape, user_ids, item_ids)
             self._align_parameters()
+            if self._hybrid():
+                self._update_features(features)
         self.train_matrix_ = matrix
         matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
                                                           config)
@@ -489,9 +538,11 @@ class WARPFactorizer(FactorRecommender):
             top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
             seed=self.seed_)
         ordinal = config["loss_code"] == _train.LOSS_ORDINAL
+        hybrid = self._hybrid()
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           prefetch=self._outgrows_cache() and not ordinal)
+                           prefetch=self._outgrows_cache() and not (ordinal or hybrid),
+                           features=hybrid)
         work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
                                 config["max_sampled"], config["kos_n"])
         progress = _progress(config["epochs"], self.verbose)
@@ -535,10 +586,13 @@ class WARPFactorizer(FactorRecommender):
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
             order = self._epoch_order(matrix, epoch, order, positives.indptr)
-            params = _train.Parameters(*self._parameters().values())
+            params = (self._feature_parameters() if mode.features
+                      else _train.Parameters(*self._parameters().values()))
             tic = time.perf_counter()
             with kernel_threads(config["n_threads"]):
                 ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
+            if mode.features:
+                self._represent()
             seconds = time.perf_counter() - tic
             if not ok or not self._parameters_usable():
                 what = ("an update made parameters NaN or infinite"
@@ -581,10 +635,169 @@ class WARPFactorizer(FactorRecommender):
         if stopping and best.epochs is not None:
             best.restore(self._parameters())
             self.best_epoch_ = self.epochs_done_ = best.epochs
+            if mode.features:
+                self._represent()
 
     def _parameters(self):
         """The arrays that training updates (and early stopping restores), by name."""
-        return {name: getattr(self, name) for name in _PARAMETER_ARRAYS}
+        names = _FEATURE_ARRAYS if self._hybrid() else _PARAMETER_ARRAYS
+        return {name: getattr(self, name) for name in names}
+
+    # ------------------------------------------------------------------ side features
+    def _hybrid(self):
+        return hasattr(self, "user_feature_factors_")
+
+    def _initialise_features(self, features, config):
+        """Encode the side features (indicator features first) and initialise one
+        embedding (and item bias) per feature as ``fit`` initialises factors."""
+        if config["loss_code"] == _train.LOSS_ORDINAL or config["kos_n"] > 1 or \
+                config["exact_rank"] or self.max_norm:
+            raise ValueError("side features are supported with loss='warp' or 'bpr' and the "
+                             "sampled rank estimate, without max_norm.")
+        matrices, names = [], []
+        for kind, given, ids, n in (("user", features[0], self.user_ids_,
+                                     self.user_factors_.shape[0]),
+                                    ("item", features[1], self.item_ids_,
+                                     self.item_factors_.shape[0])):
+            blocks, labels = [], []
+            if given is None or self.identity_features:
+                blocks.append(sp.identity(n, dtype=np.float32, format="csr"))
+                labels += [f"{kind}_id={x}" for x in (ids if ids is not None else range(n))]
+            encoder = None
+            if given is not None:
+                encoder = FeatureEncoder(kind)
+                blocks.append(encoder.fit(given, ids, n))
+                labels += list(encoder.names_)
+            setattr(self, f"{kind}_feature_encoder_", encoder)
+            matrices.append(sp.hstack(blocks, format="csr", dtype=np.float32))
+            names.append(np.array(labels, dtype=object))
+        self.user_features_, self.item_features_ = matrices
+        self.user_feature_names_, self.item_feature_names_ = names
+        rng = np.random.default_rng([self.seed_, 5])
+        d = self.user_factors_.shape[1]
+        scale = float(self.init_scale) / np.sqrt(d)
+        n_uf, n_if = matrices[0].shape[1], matrices[1].shape[1]
+        f32 = np.float32
+        self.user_feature_factors_ = aligned_full(
+            (n_uf, d), rng.standard_normal((n_uf, d)) * scale, f32)
+        self.item_feature_factors_ = aligned_full(
+            (n_if, d), rng.standard_normal((n_if, d)) * scale, f32)
+        self.item_feature_biases_ = aligned_full(n_if, 0.0, f32)
+        self.user_feature_grad_sq_ = aligned_full((n_uf, d), 1.0, f32)
+        self.item_feature_grad_sq_ = aligned_full((n_if, d), 1.0, f32)
+        self.item_feature_bias_grad_sq_ = aligned_full(n_if, 1.0, f32)
+        self._represent()
+
+    def _update_features(self, features):
+        """``partial_fit``'s new feature rows (same columns), if any were given."""
+        for kind, given in zip(("user", "item"), features):
+            if given is None:
+                continue
+            encoder = getattr(self, f"{kind}_feature_encoder_")
+            if encoder is None:
+                raise ValueError(f"this model was fit without {kind} features; pass none, or "
+                                 f"fit() a new model with them.")
+            current = getattr(self, f"{kind}_features_")
+            n = current.shape[0]
+            ids = self.user_ids_ if kind == "user" else self.item_ids_
+            matrix, row_ids = encoder.transform(given)
+            if row_ids is not None:
+                rows = (IdMap(ids).indexer(row_ids) if ids is not None
+                        else np.asarray(row_ids, dtype=np.int64))
+                if (rows < 0).any() or (rows >= n).any():
+                    raise ValueError(f"{kind}_features has rows for {kind}s the model does "
+                                     f"not know.")
+                matrix = sp.csr_matrix((np.ones(len(rows), np.float32),
+                                        (rows, np.arange(len(rows)))),
+                                       shape=(n, len(rows))) @ matrix
+            elif matrix.shape[0] != n:
+                raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
+                                 f"{n} {kind}s.")
+            n_identity = current.shape[1] - encoder.n_features_
+            setattr(self, f"{kind}_features_", sp.hstack(
+                [current[:, :n_identity], matrix], format="csr", dtype=np.float32))
+        self._represent()
+
+    def _embed_features(self, kind, features):
+        """``(factors, biases, labels)`` of the entities described by feature rows: the
+        weighted sums of the given features' embeddings, plus an entity's own indicator
+        embedding when a DataFrame row names a user / item the model knows. ``biases``
+        is None for users; ``labels`` the DataFrame's id column (row indices for a
+        matrix)."""
+        encoder = getattr(self, f"{kind}_feature_encoder_", None)
+        if encoder is None:
+            return super()._embed_features(kind, features)
+        matrix, labels = encoder.transform(features)
+        E = getattr(self, f"{kind}_feature_factors_")
+        n_identity = E.shape[0] - encoder.n_features_
+        factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
+        biases = None
+        if kind == "item":
+            biases = np.asarray(matrix @ self.item_feature_biases_[n_identity:],
+                                dtype=np.float32)
+        if labels is None:
+            return factors, biases, np.arange(matrix.shape[0])
+        if n_identity:
+            known = self._known(kind, labels)
+            hit = known >= 0
+            factors[hit] += E[known[hit]]
+            if biases is not None:
+                biases[hit] += self.item_feature_biases_[known[hit]]
+        return factors, biases, labels
+
+    def _feature_arrays(self):
+        """The side features' parameters, matrices, names and encoders for ``save``."""
+        out = {name.rstrip("_"): getattr(self, name) for name in _FEATURE_ARRAYS}
+        for kind in ("user", "item"):
+            matrix = getattr(self, f"{kind}_features_")
+            out[f"{kind}_features_data"] = matrix.data
+            out[f"{kind}_features_indices"] = matrix.indices
+            out[f"{kind}_features_indptr"] = matrix.indptr
+            out[f"{kind}_feature_names"] = np.array(json.dumps(
+                [str(n) for n in getattr(self, f"{kind}_feature_names_")]))
+            encoder = getattr(self, f"{kind}_feature_encoder_")
+            out[f"{kind}_feature_encoder"] = np.array(
+                "null" if encoder is None else encoder.to_json())
+        return out
+
+    def _load_feature_arrays(self, data):
+        """The inverse of :meth:`_feature_arrays`, for ``load``."""
+        for name in _FEATURE_ARRAYS:
+            setattr(self, name, data[name.rstrip("_")])
+        for kind, n in (("user", self.user_factors_.shape[0]),
+                        ("item", self.item_factors_.shape[0])):
+            width = getattr(self, f"{kind}_feature_factors_").shape[0]
+            setattr(self, f"{kind}_features_", sp.csr_matrix(
+                (data[f"{kind}_features_data"], data[f"{kind}_features_indices"],
+                 data[f"{kind}_features_indptr"]), shape=(n, width)))
+            setattr(self, f"{kind}_feature_names_", np.array(
+                json.loads(str(data[f"{kind}_feature_names"])), dtype=object))
+            text = str(data[f"{kind}_feature_encoder"])
+            setattr(self, f"{kind}_feature_encoder_",
+                    None if text == "null" else FeatureEncoder.from_json(text))
+
+    def _feature_parameters(self):
+        """The kernel's view of the hybrid model (features.FeatureParameters)."""
+        from ._kernels.features import FeatureParameters
+
+        U, V = self.user_features_, self.item_features_
+        return FeatureParameters(
+            U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float32),
+            V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
+            self.user_feature_factors_, self.item_feature_factors_, self.item_feature_biases_,
+            self.user_feature_grad_sq_, self.item_feature_grad_sq_,
+            self.item_feature_bias_grad_sq_)
+
+    def _represent(self):
+        """``user_factors_``, ``item_factors_``, ``item_biases_`` as the weighted sums of
+        the entities' feature embeddings."""
+        f32 = np.float32
+        self.user_factors_ = aligned(np.ascontiguousarray(
+            self.user_features_ @ self.user_feature_factors_, dtype=f32))
+        self.item_factors_ = aligned(np.ascontiguousarray(
+            self.item_features_ @ self.item_feature_factors_, dtype=f32))
+        self.item_biases_ = aligned(np.ascontiguousarray(
+            self.item_features_ @ self.item_feature_biases_, dtype=f32))
 
 
     def _resolve_alpha(self, matrix, fresh):
@@ -848,6 +1061,8 @@ class WARPFactorizer(FactorRecommender):
         )
         if hasattr(self, "best_epoch_"):
             arrays["best_epoch"] = np.array(self.best_epoch_)
+        if self._hybrid():
+            arrays.update(self._feature_arrays())
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
             if ids is not None:
                 arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _encode_ids(ids)
@@ -930,6 +1145,8 @@ class WARPFactorizer(FactorRecommender):
                 shape=(n_users, n_items))
             model.user_ids_ = _decode_ids(data, "user")
             model.item_ids_ = _decode_ids(data, "item")
+            if "user_feature_factors" in data:
+                model._load_feature_arrays(data)
             _check_loaded(model)
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
@@ -962,6 +1179,24 @@ def _check_loaded(model):
     model.train_matrix_.check_format(full_check=True)
     if not model.train_matrix_.has_canonical_format:
         raise ValueError("the training matrix is not in canonical CSR form")
+    if model._hybrid():
+        EU, EI = model.user_feature_factors_, model.item_feature_factors_
+        for name, array, shape in (
+                ("user_feature_factors", EU, (EU.shape[0], U.shape[1])),
+                ("item_feature_factors", EI, (EI.shape[0], U.shape[1])),
+                ("item_feature_biases", model.item_feature_biases_, (EI.shape[0],)),
+                ("user_feature_grad_sq", model.user_feature_grad_sq_, EU.shape),
+                ("item_feature_grad_sq", model.item_feature_grad_sq_, EI.shape),
+                ("item_feature_bias_grad_sq", model.item_feature_bias_grad_sq_,
+                 (EI.shape[0],))):
+            if array.dtype != np.float32 or array.shape != shape:
+                raise ValueError(f"{name} has dtype {array.dtype} and shape {array.shape}; "
+                                 f"expected float32 {shape}")
+        for kind in ("user", "item"):
+            getattr(model, f"{kind}_features_").check_format(full_check=True)
+            if len(getattr(model, f"{kind}_feature_names_")) != \
+                    getattr(model, f"{kind}_features_").shape[1]:
+                raise ValueError(f"{kind}_feature_names does not match the feature matrix")
 
 
 def _same(a, b):

@@ -121,6 +121,7 @@ class Mode(NamedTuple):
     clip: bool                  # max-norm on the rows an update touches (Settings.max_norm)
     prefetch: bool              # prefetch upcoming rows and draw negative candidates early
     freeze_items: bool = False  # update the user rows only (folding in new users)
+    features: bool = False      # the hybrid model (params: features.FeatureParameters)
 
 
 # ----------------------------------------------------------------------- sample helpers
@@ -568,6 +569,14 @@ def epoch_kernel(mode):
     """The compiled epoch kernel of ``mode`` (a :class:`Mode`): the one place where a
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
     epoch, chunk)``; returns ``True`` if every update stayed finite."""
+    if mode.features:
+        if (mode.loss == LOSS_ORDINAL or mode.exact_rank or mode.clip or mode.prefetch
+                or mode.freeze_items):
+            raise ValueError("the hybrid model trains WARP (estimated ranks) or BPR, "
+                             "without max-norm, prefetching or frozen items")
+        from .features import features_epoch   # (it builds on this module's helpers)
+
+        return features_epoch(mode.loss == LOSS_BPR, bool(mode.adagrad))
     if mode.loss == LOSS_ORDINAL:
         if mode.exact_rank or mode.prefetch or mode.freeze_items:
             raise ValueError("the ordinal loss has neither exact ranks, prefetching nor "

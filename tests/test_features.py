@@ -1,0 +1,194 @@
+"""Side features: the hybrid model's kernel against the slow reference, and the
+estimator's features API (fit, embeddings, predict and recommend for new users and
+items, partial_fit, save/load)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import naive
+from kernel_calls import filter_of
+from warprec import WARPFactorizer, WarprecWarning
+from warprec._kernels import train
+from warprec._kernels.features import FeatureParameters
+from warprec.baselines import PopularityRecommender
+from warprec.datasets import make_interactions
+from warprec.metrics import evaluate_factors
+from warprec.weights import resolve_rank_weighting
+
+
+def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagrad, seed=3,
+                  epoch=1, lr=0.1, alpha=0.01, max_sampled=5):
+    FU, FI = sp.csr_matrix(FU, dtype=np.float32), sp.csr_matrix(FI, dtype=np.float32)
+    fparams = FeatureParameters(
+        FU.indptr.astype(np.int64), FU.indices.astype(np.int32), FU.data,
+        FI.indptr.astype(np.int64), FI.indices.astype(np.int32), FI.data,
+        EU, EI, c, GU, GI, Gc)
+    users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    positives = train.Positives(X.indptr.astype(np.int64), X.indices, users,
+                                np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.zeros(0),
+                                filter_of(X))
+    settings = train.Settings(np.float32(lr), np.float32(alpha), np.float32(0.0), max_sampled,
+                              1, 1, table, 1.0, False, seed)
+    mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=False,
+                      features=True)
+    work = train.make_work(mode, 1, EU.shape[1], X.shape[1], max_sampled, 1)
+    return train.train_epoch(mode, fparams, positives, settings, work, order, epoch)
+
+
+@pytest.mark.parametrize("loss,adagrad", [(train.LOSS_WARP, True), (train.LOSS_WARP, False),
+                                          (train.LOSS_BPR, True)])
+def test_hybrid_epoch_matches_reference(loss, adagrad):
+    """Users and items with several weighted features each (shared between entities):
+    one kernel epoch follows the reference update by update."""
+    gen = np.random.default_rng(4)
+    n_users, n_items, d = 15, 40, 6
+    X = sp.random(n_users, n_items, density=0.15, format="csr", random_state=4,
+                  dtype=np.float32)
+    X.data[:] = 1.0
+    X.indices = X.indices.astype(np.int32)
+    FU = np.hstack([np.eye(n_users), gen.random((n_users, 3)) < 0.4]).astype(np.float32)
+    FI = np.hstack([np.eye(n_items), (gen.random((n_items, 4)) < 0.5) * 0.5]).astype(
+        np.float32)
+    EU = (gen.standard_normal((FU.shape[1], d)) * 0.3).astype(np.float32)
+    EI = (gen.standard_normal((FI.shape[1], d)) * 0.3).astype(np.float32)
+    c = (gen.standard_normal(FI.shape[1]) * 0.1).astype(np.float32)
+    fast = [EU.copy(), EI.copy(), c.copy(), np.ones_like(EU), np.ones_like(EI), np.ones_like(c)]
+    slow = [a.copy() for a in fast]
+    order = gen.permutation(X.nnz).astype(np.int64)
+    table = resolve_rank_weighting("harmonic", n_items).table
+    assert _kernel_epoch(*fast, FU, FI, X, order, table, loss=loss, adagrad=adagrad)
+    naive.features_epoch(*slow, FU, FI, X, order, table, lr=0.1, alpha=0.01, max_sampled=5,
+                         adagrad=adagrad, seed=3, epoch=1,
+                         loss="bpr" if loss == train.LOSS_BPR else "warp")
+    for got, want in zip(fast, slow):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    assert not np.array_equal(fast[0], EU) and not np.array_equal(fast[2], c)
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    """Interactions with planted item clusters; the cluster is the items' feature, and a
+    fifth of the items (the "cold" ones) have no training interaction."""
+    X, truth = make_interactions(600, 300, 18_000, rank=6, random_state=5, return_truth=True)
+    X = X.tocsr()
+    gen = np.random.default_rng(1)
+    cold = np.zeros(X.shape[1], bool)
+    cold[gen.choice(X.shape[1], X.shape[1] // 5, replace=False)] = True
+    coo = X.tocoo()
+    warm_rows = ~cold[coo.col]
+    frame = pd.DataFrame({"user_id": coo.row[warm_rows], "item_id": coo.col[warm_rows]})
+    test = pd.DataFrame({"user_id": coo.row[~warm_rows], "item_id": coo.col[~warm_rows]})
+    items = pd.DataFrame({"item_id": np.arange(X.shape[1]),
+                          "cluster": [f"c{g}" for g in truth.item_cluster]})
+    return frame, test, items, cold
+
+
+@pytest.fixture(scope="module")
+def hybrid(catalogue):
+    frame, _, items, cold = catalogue
+    return WARPFactorizer(n_components=16, epochs=15, n_threads=1, random_state=0).fit(
+        frame, item_features=items[~cold])
+
+
+def test_cold_items_are_ranked_from_their_features(catalogue, hybrid):
+    """Items without a single training interaction, described by their cluster only: the
+    users' future interactions with them rank far above chance."""
+    _, test, items, cold = catalogue
+    cold_items = items[cold].reset_index(drop=True)
+    factors, biases = hybrid.item_embeddings(item_features=cold_items)
+    column = {item: k for k, item in enumerate(cold_items["item_id"])}
+    users = np.sort(test["user_id"].unique())
+    row = {u: k for k, u in enumerate(users)}
+    relevant = sp.csr_matrix((np.ones(len(test), np.float32),
+                              ([row[u] for u in test["user_id"]],
+                               [column[i] for i in test["item_id"]])),
+                             shape=(len(users), len(cold_items)))
+    user_factors = hybrid.user_embeddings(users=users)
+    ndcg = evaluate_factors(user_factors, factors, biases, relevant, k=10,
+                            metrics=["ndcg"])["ndcg@10"]
+    gen = np.random.default_rng(0)
+    chance = np.mean([evaluate_factors(user_factors, gen.standard_normal(factors.shape)
+                                       .astype(np.float32), np.zeros(len(cold_items),
+                                                                     np.float32),
+                                       relevant, k=10, metrics=["ndcg"])["ndcg@10"]
+                      for _ in range(3)])
+    assert ndcg > 2 * chance
+    items_out, _ = hybrid.recommend(users[:3], k=5, item_features=cold_items)
+    assert set(items_out.ravel().tolist()) <= set(cold_items["item_id"].tolist())
+
+
+def test_known_items_through_their_features_score_as_the_model(catalogue, hybrid):
+    """A feature row of a known item adds its indicator embedding: ranking the known
+    items through item_features gives recommend's answer (training items excluded)."""
+    _, _, items, cold = catalogue
+    warm = items[~cold]
+    for user in (3, 17):
+        got, got_scores = hybrid.recommend(user, k=6, item_features=warm)
+        want, want_scores = hybrid.recommend(user, k=6)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+    pairs = hybrid.predict(3, item_features=warm.iloc[:4])
+    np.testing.assert_allclose(pairs, hybrid.predict(3, warm["item_id"].iloc[:4]), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_feature_names_encoding_and_new_values(catalogue):
+    frame, _, items, cold = catalogue
+    extra = items.assign(year=np.linspace(0, 1, len(items)), flag=items["item_id"] % 2 == 0)
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1, identity_features=False)
+    model.fit(frame, item_features=extra[~cold])
+    names = model.item_feature_names_.tolist()
+    assert names[0] == "cluster=" + sorted(items["cluster"].unique())[0]
+    assert "year" in names and "flag=False" in names and "flag=True" in names
+    assert not any(n.startswith("item_id=") for n in names)       # identity_features=False
+    assert model.user_feature_names_[0] == "user_id=0"            # users: indicators only
+    assert model.item_features_.shape == (model.n_items_, len(names))
+    with pytest.warns(WarprecWarning, match="not fit with.*cluster: zzz"):
+        model.item_embeddings(item_features=pd.DataFrame(
+            {"item_id": [9999], "cluster": ["zzz"], "year": [0.5], "flag": [True]}))
+    with pytest.raises(ValueError, match="lacks the column 'year'"):
+        model.item_embeddings(item_features=items.iloc[:2])
+
+
+def test_new_users_from_features_and_input_errors():
+    X = make_interactions(200, 60, 2500, rank=3, random_state=6).tocsr()
+    gen = np.random.default_rng(2)
+    U = sp.csr_matrix((gen.random((200, 5)) < 0.3).astype(np.float32))
+    model = WARPFactorizer(n_components=8, epochs=3, n_threads=1).fit(X, user_features=U)
+    assert model.user_features_.shape == (200, 205)
+    new_users = sp.csr_matrix(np.eye(5, dtype=np.float32)[:2])
+    emb = model.user_embeddings(user_features=new_users)
+    np.testing.assert_allclose(emb, model.user_feature_factors_[200:202], rtol=1e-6)
+    items, scores = model.recommend(["a", "b"], k=4, user_features=new_users)
+    assert items.shape == (2, 4) and np.all(np.diff(scores, axis=1) <= 0)
+    with pytest.raises(ValueError, match="has 4 columns"):
+        model.user_embeddings(user_features=np.ones((1, 4)))
+    with pytest.raises(ValueError, match="one per user of X"):
+        WARPFactorizer(epochs=1).fit(X, user_features=U[:10])
+    with pytest.raises(ValueError, match="loss='warp' or 'bpr'"):
+        WARPFactorizer(epochs=1, max_norm=1.0).fit(X, user_features=U)
+    with pytest.raises(ValueError, match="has no side features"):
+        WARPFactorizer(n_components=4, epochs=1).fit(X).user_embeddings(user_features=U)
+    with pytest.raises(ValueError, match="has no side features"):
+        PopularityRecommender().fit(X).recommend(0, user_features=U[:1])
+
+
+def test_hybrid_partial_fit_and_save_load(catalogue, hybrid, tmp_path):
+    frame, _, items, cold = catalogue
+    path = tmp_path / "hybrid.npz"
+    hybrid.save(path)
+    loaded = WARPFactorizer.load(path)
+    cold_items = items[cold]
+    for got, want in zip(loaded.recommend([1, 2], k=5, item_features=cold_items),
+                         hybrid.recommend([1, 2], k=5, item_features=cold_items)):
+        np.testing.assert_array_equal(got, want)
+    assert loaded.item_feature_names_.tolist() == hybrid.item_feature_names_.tolist()
+    before = loaded.item_feature_factors_.copy()
+    loaded.set_params(epochs=1).partial_fit(frame)
+    assert loaded.epochs_done_ == hybrid.epochs_done_ + 1
+    assert not np.array_equal(loaded.item_feature_factors_, before)
+    with pytest.raises(ValueError, match="cannot grow"):
+        loaded.partial_fit(pd.concat([frame, pd.DataFrame({"user_id": [10_000],
+                                                           "item_id": [0]})]))

@@ -61,6 +61,22 @@ def _seen(ratings_path, user):
     return {int(r[1]) for r in rows if r[0] == str(user)}
 
 
+def test_fit_with_item_features(files):
+    """--item-features reads a movies.csv-style file (genres "a|b"); the saved model has
+    the genres as features."""
+    d = files["dir"]
+    (d / "genres.csv").write_text("movieId,title,genres\n" + "".join(
+        f"{100 + i},Film {i},{'Drama|Comedy' if i % 2 else 'Drama'}\n" for i in range(20)))
+    proc = warprec("fit", files["ratings"], "-o", d / "hybrid.npz", "--epochs", 2, "--quiet",
+                   "--factors", 4, "--threads", 1, "--item-features", d / "genres.csv")
+    assert proc.returncode == 0, proc.stderr
+    from warprec import WARPFactorizer
+    model = WARPFactorizer.load(d / "hybrid.npz")
+    assert model.item_feature_names_.tolist()[-2:] == ["genres=Comedy", "genres=Drama"]
+    proc = warprec("recommend", d / "hybrid.npz", 1, "-k", 2)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_recommend_users_file_to_csv_and_json(files):
     """Users from a file (one id per line, or a CSV's user_id column) and the command
     line together; CSV and JSON rows user_id, item_id, score, rank[, title]."""

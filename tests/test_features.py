@@ -152,6 +152,21 @@ def test_feature_names_encoding_and_new_values(catalogue):
         model.item_embeddings(item_features=items.iloc[:2])
 
 
+def test_list_values_and_rows_for_entities_without_interactions(catalogue):
+    """MovieLens-style "a|b" cells are one feature per value; rows for items that X does
+    not have are left out of the fit with a warning (they can be ranked later)."""
+    frame, _, items, cold = catalogue
+    genres = items.assign(genres=["x|y" if i % 3 == 0 else "y" for i in items["item_id"]])
+    with pytest.warns(WarprecWarning, match=f"{int(cold.sum())} rows whose item_id is not an "
+                                            "item of X"):
+        model = WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(
+            frame, item_features=genres[["item_id", "genres"]])
+    names = model.item_feature_names_.tolist()
+    assert names[-2:] == ["genres=x", "genres=y"]
+    first = model.item_ids_.tolist().index(0)            # item 0: "x|y"
+    assert model.item_features_[first, -2:].toarray().tolist() == [[1.0, 1.0]]
+
+
 def test_new_users_from_features_and_input_errors():
     X = make_interactions(200, 60, 2500, rank=3, random_state=6).tocsr()
     gen = np.random.default_rng(2)
@@ -189,6 +204,24 @@ def test_hybrid_partial_fit_and_save_load(catalogue, hybrid, tmp_path):
     loaded.set_params(epochs=1).partial_fit(frame)
     assert loaded.epochs_done_ == hybrid.epochs_done_ + 1
     assert not np.array_equal(loaded.item_feature_factors_, before)
+    folded = loaded.fold_in(loaded.train_matrix_[:3])          # items held fixed
+    assert folded.shape == (3, loaded.user_factors_.shape[1]) and np.isfinite(folded).all()
     with pytest.raises(ValueError, match="cannot grow"):
         loaded.partial_fit(pd.concat([frame, pd.DataFrame({"user_id": [10_000],
                                                            "item_id": [0]})]))
+
+
+def test_read_features(tmp_path):
+    from warprec.data import read_features
+
+    path = tmp_path / "movies.csv"
+    path.write_text("movieId,title,genres,year\n1,A,Drama|War,1990\n2,B,Comedy,2001\n")
+    frame = read_features(path)
+    assert list(frame.columns) == ["item_id", "genres", "year"]
+    assert frame["item_id"].tolist() == [1, 2] and frame["year"].tolist() == [1990, 2001]
+    assert list(read_features(path, columns=["genres"]).columns) == ["item_id", "genres"]
+    (tmp_path / "users.csv").write_text("age,city\n30,x\n")
+    with pytest.raises(KeyError, match="no user id column"):
+        read_features(tmp_path / "users.csv", "user")
+    with pytest.raises(KeyError, match="no column"):
+        read_features(path, columns=["rating"])

@@ -4,8 +4,10 @@ A feature table is either a matrix (scipy.sparse or dense; one row per entity in
 model's index space, one column per feature, the values as weights) or a DataFrame with
 an id column (``user_id`` / ``item_id``) and feature columns: a numeric column is one
 feature whose value is the weight, any other column (strings, categories, booleans) is
-one-hot encoded, one feature ``"column=value"`` per distinct value. :class:`FeatureEncoder`
-learns the columns at fit time and encodes new rows the same way later.
+one-hot encoded, one feature ``"column=value"`` per distinct value; a value holding
+``"|"`` is a list of values (MovieLens' ``"Action|Comedy"`` genres), one feature each.
+:class:`FeatureEncoder` learns the columns at fit time and encodes new rows the same way
+later.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from ._inputs import IdMap
 from .exceptions import WarprecWarning
 
 __all__ = ["FeatureEncoder"]
+
+
+def _tokens(value):
+    """The categories of one cell: its text, or the parts of a ``"a|b"`` list."""
+    text = str(value)
+    return [part for part in text.split("|") if part] if "|" in text else [text]
 
 
 def _is_numeric(series):
@@ -59,7 +67,7 @@ class FeatureEncoder:
                 if _is_numeric(series):
                     spec.append(dict(column=str(column), numeric=True))
                 else:
-                    values = sorted({str(v) for v in series.dropna()})
+                    values = sorted({token for v in series.dropna() for token in _tokens(v)})
                     spec.append(dict(column=str(column), numeric=False, values=values))
             self.spec_ = dict(frame=True, columns=spec)
             matrix, rows = self._encode_frame(features, ids, n_rows, training=True)
@@ -148,9 +156,17 @@ class FeatureEncoder:
                 rows = IdMap(ids).indexer(id_values).astype(float)
                 bad = rows < 0
             if bad.any():
-                raise ValueError(f"{self.kind}_features has {int(bad.sum())} rows whose "
-                                 f"{self.id_column} is not a {self.kind} of X (first: "
-                                 f"{id_values[np.flatnonzero(bad)[0]]!r}); drop them.")
+                first = id_values[np.flatnonzero(bad)[0]]
+                first = first.item() if hasattr(first, "item") else first
+                entity = "an item" if self.kind == "item" else "a user"
+                warnings.warn(f"{self.kind}_features has {int(bad.sum())} rows whose "
+                              f"{self.id_column} is not {entity} of X (first: "
+                              f"{first!r}); they are left out of "
+                              f"the fit (nothing to learn from). Pass them to recommend or "
+                              f"{self.kind}_embeddings as {self.kind}_features to use them.",
+                              WarprecWarning, stacklevel=5)
+                frame = frame[~bad]
+                id_values, rows = id_values[~bad], rows[~bad]
             rows = rows.astype(np.int64)
         blocks, unseen = [], {}
         for col in self.spec_["columns"]:
@@ -167,15 +183,20 @@ class FeatureEncoder:
                 blocks.append(sp.csr_matrix(values.reshape(-1, 1)))
             else:
                 position = {v: k for k, v in enumerate(col["values"])}
-                keys = [None if pd.isna(v) else str(v) for v in series]
-                cols = np.array([position.get(k, -1) if k is not None else -1 for k in keys])
-                missed = {k for k, c in zip(keys, cols) if c < 0 and k is not None}
+                hit_rows, hit_cols, missed = [], [], set()
+                for r, value in enumerate(series):
+                    if pd.isna(value):
+                        continue
+                    for token in _tokens(value):
+                        if token in position:
+                            hit_rows.append(r)
+                            hit_cols.append(position[token])
+                        else:
+                            missed.add(token)
                 if missed:
                     unseen[name] = sorted(missed)[:5]
-                hit = cols >= 0
-                blocks.append(sp.csr_matrix(
-                    (np.ones(int(hit.sum())), (np.flatnonzero(hit), cols[hit])),
-                    shape=(len(frame), len(col["values"]))))
+                blocks.append(sp.csr_matrix((np.ones(len(hit_rows)), (hit_rows, hit_cols)),
+                                            shape=(len(frame), len(col["values"]))))
         if unseen:
             detail = "; ".join(f"{c}: {', '.join(v)}" for c, v in unseen.items())
             warnings.warn(f"{self.kind}_features has values the model was not fit with, "

@@ -92,6 +92,10 @@ def build_parser():
     p = sub.add_parser("fit", help="fit a model on a ratings file and save it")
     p.add_argument("ratings", help="ratings file (u.data, ratings.dat, ratings.csv, any CSV)")
     p.add_argument("-o", "--output", required=True, help="where to write the model (.npz)")
+    p.add_argument("--item-features", help="CSV of item features with a header and an item "
+                                           "id column (e.g. MovieLens movies.csv: its "
+                                           "genres become features)")
+    p.add_argument("--user-features", help="CSV of user features with a user id column")
     _data_args(p)
     _model_args(p)
 
@@ -166,9 +170,9 @@ def _read_positives(path, args):
     return pos
 
 
-def _fit(model, train, out):
+def _fit(model, train, out, **features):
     tic = time.perf_counter()
-    model.fit(train)
+    model.fit(train, **features)
     seconds = time.perf_counter() - tic
     h = model.history_
     out.write(f"fitted {model.n_users_} users x {model.n_items_} items, {len(train)} positives, "
@@ -193,10 +197,21 @@ def _check_output(path):
         raise CLIError(f"-o {path}: the folder {folder} is not writable.")
 
 
+def _read_side_features(args):
+    """``--user-features`` / ``--item-features``: the frames fit takes, or None."""
+    from .data import read_features
+
+    return {f"{kind}_features": read_features(path, kind)
+            for kind, path in (("user", getattr(args, "user_features", None)),
+                               ("item", getattr(args, "item_features", None)))
+            if path is not None}
+
+
 def cmd_fit(args, out):
     """``warprec fit``: read, keep positives, fit, save."""
     _check_output(args.output)
-    model = _fit(_make_model(args), _read_positives(args.ratings, args), out)
+    model = _fit(_make_model(args), _read_positives(args.ratings, args), out,
+                 **_read_side_features(args))
     path = model.save(args.output)
     out.write(f"saved model to {path}\n")
     return 0

@@ -66,6 +66,7 @@ __all__ = [
     "deduplicate",
     "load_frame",
     "positives",
+    "read_features",
     "read_interaction_lists",
     "read_item_titles",
     "read_ratings",
@@ -779,6 +780,77 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
     out = pd.Series(np.asarray(titles, dtype=object), index=index, name="title")
     out = out[~out.index.duplicated(keep="first")]
     return out.astype(str)
+
+
+def read_features(path, kind: str = "item", *, columns: Iterable[str] | None = None,
+                  encoding: str | None = None) -> pd.DataFrame:
+    """Read a CSV of side features for ``WARPFactorizer.fit(..., item_features=...)``.
+
+    The file has a header, one row per item (``kind="item"``) or user (``"user"``) and
+    an id column recognised like :func:`read_ratings`' (``movieId``, ``item``,
+    ``userId``, ...), renamed ``item_id`` / ``user_id``; integer-looking ids become int64
+    as in :func:`read_ratings`, so they match the ratings' ids. MovieLens ``movies.csv``
+    works as it is: its ``genres`` column (``"Action|Comedy"``) becomes one feature per
+    genre when fit.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    kind : {"item", "user"}, default "item"
+    columns : iterable of str, optional
+        The feature columns to keep (default: every column but the id and ``title``).
+    encoding : str, optional
+        Text encoding; by default UTF-8, else latin-1.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The id column first, then the feature columns.
+    """
+    if kind not in ("item", "user"):
+        raise ValueError(f"kind must be 'item' or 'user', got {kind!r}.")
+    p = _check_path(path)
+    raw = _read_bytes(p)
+    if not raw.strip():
+        raise ValueError(f"'{p}' is empty: there are no features to read.")
+    if encoding is None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+    else:
+        text = raw.decode(encoding)
+    try:
+        frame = pd.read_csv(io.StringIO(text.lstrip("\ufeff")), dtype=str,
+                            keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"Could not parse the features file '{p}': {str(exc).strip()}.") \
+            from None
+    role = f"{kind}_id"
+    names = {_norm_name(c): c for c in frame.columns}
+    id_col = next((names[a] for a in (_norm_name(role),) + _ALIASES[role] if a in names),
+                  None)
+    if id_col is None:
+        raise KeyError(f"'{p}' has no {kind} id column (looked for {role} and "
+                       f"{', '.join(_ALIASES[role])}; columns: {_show(frame.columns)}).")
+    keep = ([c for c in frame.columns if c != id_col and _norm_name(c) != "title"]
+            if columns is None else list(columns))
+    missing = [c for c in keep if c not in frame.columns]
+    if missing:
+        raise KeyError(f"'{p}' has no column {_show(missing)} (columns: "
+                       f"{_show(frame.columns)}).")
+    if not keep:
+        raise ValueError(f"'{p}' has no feature column besides its id and title.")
+    ids = frame[id_col].str.strip()
+    numeric = pd.to_numeric(ids, errors="coerce")
+    if numeric.notna().all() and (numeric == np.round(numeric)).all():
+        ids = numeric.astype(np.int64)
+    out = pd.DataFrame({role: ids.to_numpy()})
+    for c in keep:
+        values = frame[c]
+        as_number = pd.to_numeric(values, errors="coerce")
+        out[c] = as_number if as_number.notna().all() else values.to_numpy(dtype=object)
+    return out
 
 
 def _parse_titles(p, text, lines, first):

@@ -206,9 +206,25 @@ def test_hybrid_partial_fit_and_save_load(catalogue, hybrid, tmp_path):
     assert not np.array_equal(loaded.item_feature_factors_, before)
     folded = loaded.fold_in(loaded.train_matrix_[:3])          # items held fixed
     assert folded.shape == (3, loaded.user_factors_.shape[1]) and np.isfinite(folded).all()
-    with pytest.raises(ValueError, match="cannot grow"):
-        loaded.partial_fit(pd.concat([frame, pd.DataFrame({"user_id": [10_000],
-                                                           "item_id": [0]})]))
+    # growing: a new user and a new item (with its features), the known rows kept
+    known_items = loaded.item_ids_.tolist()
+    grown = pd.concat([frame, pd.DataFrame({"user_id": [10_000, 10_000],
+                                            "item_id": [known_items[0], 99_999]})])
+    new_item = pd.DataFrame({"item_id": [99_999], "cluster": [items["cluster"].iloc[0]]})
+    width = loaded.item_feature_factors_.shape[0]
+    loaded.partial_fit(grown, item_features=new_item)
+    assert loaded.user_ids_[-1] == 10_000 and loaded.item_ids_[-1] == 99_999
+    assert loaded.item_feature_factors_.shape[0] == width + 1        # one more indicator
+    assert loaded.item_feature_names_[len(known_items)] == "item_id=99999"
+    cluster = loaded.item_feature_names_.tolist().index(f"cluster={items['cluster'].iloc[0]}")
+    assert loaded.item_features_[len(known_items), cluster] == 1.0
+    assert loaded.item_features_[len(known_items) - 1, len(known_items)] == 0.0
+    # the known items keep their clusters
+    n_given = loaded.item_feature_encoder_.n_features_
+    np.testing.assert_array_equal(
+        loaded.item_features_[:len(known_items), -n_given:].toarray(),
+        hybrid.item_features_[:, -n_given:].toarray())
+    assert loaded.recommend(10_000, k=3)[0].shape == (3,)
 
 
 def test_read_features(tmp_path):

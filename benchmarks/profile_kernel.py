@@ -59,9 +59,17 @@ def _symbols(dispatchers):
     return sorted(symbols), objects
 
 
-def _disassemble(obj, name_part):
-    """{offset from the function's start: instruction} of the first function in an
-    object file's bytes whose name contains ``name_part``."""
+def _is_loop(name):
+    """Whether a symbol is the epoch kernel's ``prange`` body: Numba outlines it into a
+    function named ``...numba_parfor_gufunc...`` (called, through a ``__gufunc__``
+    wrapper, once per slice); the other symbols are wrappers."""
+    return "parfor_gufunc" in name and not name.startswith(("cfunc", "_ZN7cpython",
+                                                            "__gufunc__"))
+
+
+def _disassemble(obj):
+    """{offset from the function's start: instruction} of the epoch kernel's loop (see
+    :func:`_is_loop`) in an object file's bytes."""
     with tempfile.NamedTemporaryFile(suffix=".o") as fh:
         fh.write(obj)
         fh.flush()
@@ -73,8 +81,7 @@ def _disassemble(obj, name_part):
         if header:
             if inside:
                 break
-            inside = name_part in header.group(2) and not header.group(2).startswith(
-                ("cfunc", "_ZN7cpython"))
+            inside = _is_loop(header.group(2))
             base = int(header.group(1), 16)
             continue
         m = re.match(r"\s*([0-9a-f]+):\s+(.*)", line)
@@ -120,9 +127,7 @@ def main(argv=None):
         for k, (address, name) in enumerate(symbols):
             end = symbols[k + 1][0] if k + 1 < len(symbols) else address + (1 << 16)
             fh.write(f"{address:x} {max(end - address, 1):x} {name[-80:]}\n")
-    # the prange body, outlined by Numba into a "gufunc" that every thread runs
-    start = next(a for a, n in symbols if "parfor_gufunc" in n and not n.startswith(
-        ("cfunc", "_ZN7cpython")))
+    start = next(a for a, n in symbols if _is_loop(n))
     model.set_params(epochs=1)
     done = threading.Event()
 
@@ -142,7 +147,7 @@ def main(argv=None):
         ips = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip"],
                              capture_output=True, text=True, check=True).stdout.split()
     perf_map.unlink()
-    code = _disassemble(objects[kernel.__name__], "parfor_gufunc")
+    code = _disassemble(objects[kernel.__name__])
     size = max(code) + 16
     hits = collections.Counter(int(ip, 16) - start for ip in ips
                                if 0 <= int(ip, 16) - start < size)

@@ -185,10 +185,10 @@ def test_missing_competitors_are_reported_not_fatal(tmp_path):
     assert (tmp_path / "quality_vs_time.png").read_bytes()[:8] == PNG_SIGNATURE
 
 
-def test_kernel_profile_sees_the_training_slice(tmp_path):
-    """benchmarks/profile_kernel.py on a short run: perf samples land in the training
-    slice's code and the report lists them (skips without perf, objdump, permission to
-    record or the ML-100K split)."""
+def test_kernel_profile_sees_the_epoch_loop(tmp_path):
+    """benchmarks/profile_kernel.py on a short run: perf samples land in the epoch
+    kernel's loop (the prange body) and the report lists them (skips without perf,
+    objdump, permission to record or the ML-100K split)."""
     if shutil.which("perf") is None or shutil.which("objdump") is None:
         pytest.skip("needs perf and objdump")
     probe = subprocess.run(["perf", "record", "-o", str(tmp_path / "probe.data"), "--", "true"],

@@ -714,6 +714,28 @@ def read_interaction_lists(path, *, encoding: str = "utf-8") -> pd.DataFrame:
     return pd.DataFrame({"user_id": np.concatenate(users), "item_id": np.concatenate(items)})
 
 
+def _read_text(p: Path, encoding: str | None, what: str) -> str:
+    """A small metadata file's text (without a byte-order mark): UTF-8, else latin-1,
+    unless ``encoding`` is given; clear errors for empty and binary files."""
+    raw = _read_bytes(p)
+    if not raw.strip():
+        raise ValueError(f"'{p}' is empty: there are no {what} to read.")
+    if encoding is None and b"\x00" in raw[:_SNIFF_BYTES]:
+        raise ValueError(f"'{p}' looks like a binary file (it contains NUL bytes); pass "
+                         f"encoding= if it is UTF-16 text.")
+    if encoding is None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+    else:
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise _decode_error(p, encoding, exc) from None
+    return text.lstrip("\ufeff")
+
+
 def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
     """Read item titles from a MovieLens metadata file.
 
@@ -747,23 +769,7 @@ def read_item_titles(path, *, encoding: str | None = None) -> pd.Series:
         A CSV without recognisable id/title columns.
     """
     p = _check_path(path)
-    raw = _read_bytes(p)
-    if not raw.strip():
-        raise ValueError(f"'{p}' is empty: there are no titles to read.")
-    if encoding is None and b"\x00" in raw[:_SNIFF_BYTES]:
-        raise ValueError(f"'{p}' looks like a binary file (it contains NUL bytes); pass "
-                         f"encoding= if it is UTF-16 text.")
-    if encoding is None:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
-    else:
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError as exc:
-            raise _decode_error(p, encoding, exc) from None
-    text = text.lstrip("\ufeff")
+    text = _read_text(p, encoding, "titles")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = lines[0]
     try:
@@ -810,19 +816,9 @@ def read_features(path, kind: str = "item", *, columns: Iterable[str] | None = N
     if kind not in ("item", "user"):
         raise ValueError(f"kind must be 'item' or 'user', got {kind!r}.")
     p = _check_path(path)
-    raw = _read_bytes(p)
-    if not raw.strip():
-        raise ValueError(f"'{p}' is empty: there are no features to read.")
-    if encoding is None:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
-    else:
-        text = raw.decode(encoding)
+    text = _read_text(p, encoding, "features")
     try:
-        frame = pd.read_csv(io.StringIO(text.lstrip("\ufeff")), dtype=str,
-                            keep_default_na=False)
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise ValueError(f"Could not parse the features file '{p}': {str(exc).strip()}.") \
             from None

@@ -22,7 +22,7 @@ from numba import njit, prange
 from ._flags import JIT, PJIT_NO_NRT
 from .negatives import draw_negative, filter_shift
 from .rng import stream_key
-from .train import _close_slice, next_position
+from .train import _close_slice, next_position, sample_at
 from .updates import rank_loss_weight
 
 __all__ = ["FeatureParameters", "features_epoch"]
@@ -157,11 +157,7 @@ def features_epoch(bpr, adagrad):
                 s, cur, hi, _ = next_position(work.next_chunk, chunk, order.shape[0], cur, hi)
                 if s < 0:
                     break
-                p = order[s]
-                u = sample_users[p]
-                start = indptr[u]
-                end = indptr[u + 1]
-                n_neg = n_items - (end - start)
+                p, u, start, end, n_neg = sample_at(order, s, sample_users, indptr, n_items)
                 n_samples += 1
                 if n_neg <= 0:
                     continue

@@ -224,6 +224,18 @@ def next_position(next_chunk, chunk, n, cur, hi):
 
 
 @njit(inline="always", **JIT)
+def sample_at(order, s, sample_users, indptr, n_items):
+    """The positive at position ``s`` of the epoch order: ``(p, u, start, end, n_neg)``,
+    its position in the CSR arrays, its user, the user's CSR bounds and number of
+    negatives."""
+    p = order[s]
+    u = sample_users[p]
+    start = indptr[u]
+    end = indptr[u + 1]
+    return p, u, start, end, n_items - (end - start)
+
+
+@njit(inline="always", **JIT)
 def prefetch_ids(sample_users, indices, sample_weight, order, t, hi):
     """Ask for the user, item and weight of sample ``t`` (if ``t < hi``): in the positives
     order ``order[t]`` is random, and a sample would otherwise begin by waiting on these
@@ -492,11 +504,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items):
                 else:
                     prefetch_ids(sample_users, indices, sample_weight, order,
                                  s + 2 * SAMPLES_AHEAD, hi)
-                p = order[s]
-                u = sample_users[p]
-                start = indptr[u]
-                end = indptr[u + 1]
-                n_neg = n_items - (end - start)
+                p, u, start, end, n_neg = sample_at(order, s, sample_users, indptr, n_items)
                 n_samples += 1
                 if n_neg <= 0:
                     continue

@@ -167,11 +167,11 @@ def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
     weighted sums of feature rows (``FU``, ``FI`` dense feature matrices), the draws and
     the rank estimate are :func:`warp_epoch`'s, and an update moves the user's feature
     rows, then item i's (factors and biases), then item j's, each along its weight times
-    the gradient of its representation.
+    the gradient of its representation; a feature's row decays by
+    ``1 - lr * alpha / sqrt(m)`` with ``m`` the number of entities that have the feature.
     """
     f32 = np.float32
     n_items = FI.shape[0]
-    decay = f32(1.0 - f32(lr) * f32(alpha))
 
     def rep(F, E, row):
         return sum((f32(F[row, f]) * E[f] for f in np.flatnonzero(F[row])),
@@ -183,12 +183,13 @@ def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
     def step(F, E, G, cb, Gb, row, direction, g, bias_g):
         for f in np.flatnonzero(F[row]):
             x = f32(F[row, f])
+            keep = f32(1.0) - f32(lr) * f32(alpha) * f32(1.0 / np.sqrt(np.count_nonzero(F[:, f])))
             gr = (g * x * direction).astype(f32)
             if adagrad:
                 G[f] += gr * gr
-                E[f] = decay * E[f] - f32(lr) * gr / np.sqrt(G[f])
+                E[f] = keep * E[f] - f32(lr) * gr / np.sqrt(G[f])
             else:
-                E[f] = decay * E[f] - f32(lr) * gr
+                E[f] = keep * E[f] - f32(lr) * gr
             if cb is not None:
                 gb = f32(bias_g * x)
                 if adagrad:

@@ -228,7 +228,9 @@ class WARPFactorizer(FactorRecommender):
         ``item_feature_biases_`` one bias per item feature. A user's or item's factors
         (``user_factors_``, ``item_factors_``, ``item_biases_``) are the weighted sums of
         its features' (LightFM's convention; the feature rows are used as given, not
-        normalised).
+        normalised). The weight decay of a feature's row is divided by the square root of
+        the number of entities that have the feature (it is updated that many times as
+        often).
     user_features_, item_features_ : scipy.sparse.csr_matrix
         With side features: the feature matrices of the fit's users and items.
     """
@@ -826,7 +828,7 @@ class WARPFactorizer(FactorRecommender):
             V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
             self.user_feature_factors_, self.item_feature_factors_, self.item_feature_biases_,
             self.user_feature_grad_sq_, self.item_feature_grad_sq_,
-            self.item_feature_bias_grad_sq_)
+            self.item_feature_bias_grad_sq_, _decay_share(U), _decay_share(V))
 
     def _represent(self):
         """``user_factors_``, ``item_factors_``, ``item_biases_`` as the weighted sums of
@@ -1284,6 +1286,13 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _decay_share(features):
+    """Per feature column: ``1 / sqrt(m)`` with ``m`` the number of rows that have it (1
+    for indicator and unused columns); see ``_kernels/features.py``."""
+    counts = np.bincount(features.indices, minlength=features.shape[1])
+    return (1.0 / np.sqrt(np.maximum(counts, 1))).astype(np.float32)
 
 
 def _extend_ids(known, ids, kind):

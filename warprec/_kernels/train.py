@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ._flags import JIT, PJIT, PJIT_NO_NRT
+from ._flags import JIT, JIT_NO_NRT, PJIT, PJIT_NO_NRT
 from .aligned import aligned_empty
 from .atomic import fetch_add
 from .borrow import borrow
@@ -122,6 +122,7 @@ class Mode(NamedTuple):
     prefetch: bool              # prefetch upcoming rows and draw negative candidates early
     freeze_items: bool = False  # update the user rows only (folding in new users)
     features: bool = False      # the hybrid model (params: features.FeatureParameters)
+    parallel: bool = True       # WARP/BPR: a prange over the slices (else one slice)
 
 
 # ----------------------------------------------------------------------- sample helpers
@@ -445,25 +446,29 @@ def _ordinal_epoch(params, positives, settings, work, order, epoch, chunk, adagr
     return not work.stop[0]
 
 
-def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items):
+def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel):
     """The epoch kernel of one WARP/BPR mode (compiled on its first call).
 
     A ``prange`` loop over the slices: slice ``thread`` claims chunks of ``chunk``
     positions of ``order`` (:func:`next_position` on ``work.next_chunk``) until none is
     left, and visits each chunk's positives serially. A slice that meets a non-finite
-    update raises ``work.stop``, which makes the others return early.
+    update raises ``work.stop``, which makes the others return early. Without
+    ``parallel`` the same code is compiled as a serial function (Numba's ``prange`` is a
+    plain ``range`` there) that runs one slice, which then claims every chunk: one-thread
+    epochs skip the launch of a parallel region (a task handed to a pool thread, 3-4% of
+    a one-thread ML-100K epoch with Numba's ``workqueue`` layer).
 
-    The flags ``bpr, exact_rank, adagrad, clip, prefetching, freeze_items`` are the mode
-    (:class:`Mode`)
-    and constants of the closure, so Numba prunes the code of the other modes before
-    typing it (the helpers that take them are inlined), and its cache keys the compiled
-    kernel on their values. The kernel is compiled without reference counting, so it
-    allocates nothing: slice ``thread``'s work arrays are row ``thread`` of ``work``'s.
+    The flags ``bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel`` are
+    the mode (:class:`Mode`) and constants of the closure, so Numba prunes the code of the
+    other modes before typing it (the helpers that take them are inlined), and its cache
+    keys the compiled kernel on their values. The kernel is compiled without reference
+    counting, so it allocates nothing: slice ``thread``'s work arrays are row ``thread``
+    of ``work``'s.
     """
 
-    @njit(**PJIT_NO_NRT)
     def epoch_variant(params, positives, settings, work, order, epoch, chunk):
-        for thread in prange(work.stats.shape[0]):
+        n_slices = work.stats.shape[0] if parallel else 1
+        for thread in prange(n_slices):
             U, V, b = params.user_factors, params.item_factors, params.item_biases
             GU, GV, Gb = params.user_grad_sq, params.item_grad_sq, params.bias_grad_sq
             indptr, indices = positives.indptr, positives.indices
@@ -569,7 +574,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items):
                          rank_loss_sum)
         return not work.stop[0]
 
-    return epoch_variant
+    return njit(**(PJIT_NO_NRT if parallel else JIT_NO_NRT))(epoch_variant)
 
 
 @functools.cache
@@ -600,7 +605,8 @@ def epoch_kernel(mode):
     if mode.exact_rank and mode.loss != LOSS_WARP:
         raise ValueError("exact ranks apply to the WARP loss only")
     return _pairwise_epoch(mode.loss == LOSS_BPR, bool(mode.exact_rank), bool(mode.adagrad),
-                           bool(mode.clip), bool(mode.prefetch), bool(mode.freeze_items))
+                           bool(mode.clip), bool(mode.prefetch), bool(mode.freeze_items),
+                           bool(mode.parallel))
 
 
 # ---------------------------------------------------------------------- work and epoch

@@ -373,11 +373,16 @@ def test_cli_tune_table_and_model(ratings_csv, tmp_path, capsys):
     assert "trial evaluations of" in lines[0] and "budget 2 s" in lines[0]
     header = lines[1].split()
     assert header[:2] == ["trial", "rung"] and "ndcg@10" in header
-    table = lines[2:lines.index(next(ln for ln in lines if ln.startswith("best parameters")))]
-    assert 1 <= len(table) <= 10
-    scores = [float(row.split()[header.index("ndcg@10")]) for row in table]
+    chosen_line = next(ln for ln in lines if ln.startswith("chosen: trial "))
+    table = lines[2:lines.index(chosen_line)]
+    assert 1 <= len(table) <= 11
+    marked = [row for row in table if row.split()[0].startswith("*")]
+    assert len(marked) == 1                     # the chosen trial, listed and marked
+    assert marked[0].split()[0] == "*" + chosen_line.split()[2].rstrip(",")
+    # the best ten by score, then the chosen trial if it is not among them
+    scores = [float(row.split()[header.index("ndcg@10")]) for row in table[:10]]
     assert scores == sorted(scores, reverse=True)
-    assert len({row.split()[0] for row in table}) == len(table)   # one row per trial
+    assert len({row.split()[0].lstrip("*") for row in table}) == len(table)  # one per trial
     assert "  epochs = " in out and f"saved model to {model_path}" in out
     model = WARPFactorizer.load(model_path)
     assert model.train_matrix_.nnz == 6000 and model.early_stopping is False
@@ -389,7 +394,8 @@ def test_cli_tune_json(ratings_csv, capsys):
                           capsys)
     assert code == 0, err
     record = json.loads(out)
-    assert set(record) >= {"best_params", "best_score", "metric", "trials", "elapsed_seconds"}
+    assert set(record) >= {"best_params", "best_score", "best_trial", "metric", "trials",
+                           "elapsed_seconds"}
     assert record["metric"] == "recall@5"
     assert record["best_score"] == max(t["score"] for t in record["trials"])
     assert record["trials"][0]["trial"] == 0 and set(record["trials"][0]) == set(COLUMNS)

@@ -314,7 +314,8 @@ def cmd_tune(args, out):
     trials = result.trials
     if args.json:
         record = dict(best_params=result.best_params, best_score=result.best_score,
-                      metric=result.metric, elapsed_seconds=result.elapsed_seconds,
+                      best_trial=result.best_trial, metric=result.metric,
+                      elapsed_seconds=result.elapsed_seconds,
                       time_budget=result.time_budget,
                       trials=[{k: _json_value(v) for k, v in row.items()}
                               for row in trials.to_dict("records")])
@@ -325,8 +326,11 @@ def cmd_tune(args, out):
     out.write(f"{len(trials)} trial evaluations of {trials['trial'].nunique()} configurations "
               f"in {result.elapsed_seconds:.1f} s (budget {result.time_budget:g} s); "
               f"best {min(10, trials['trial'].nunique())} by validation {result.metric}:\n")
-    out.write(_trials_table(trials, result.metric, 10))
-    out.write(f"best parameters (validation {result.metric} {result.best_score:.4f}):\n")
+    out.write(_trials_table(trials, result.metric, 10, result.best_trial))
+    kept = (" (the defaults: no trial beat them by two standard errors)"
+            if result.best_trial == 0 else "")
+    out.write(f"chosen: trial {result.best_trial}{kept}, marked *; parameters (validation "
+              f"{result.metric} {result.best_score:.4f}):\n")
     for name, value in result.best_params.items():
         out.write(f"  {name} = {value!r}\n")
     if path is not None:
@@ -334,13 +338,18 @@ def cmd_tune(args, out):
     return 0
 
 
-def _trials_table(trials, metric, top):
-    """The ``top`` trials by score (each at its last evaluation) as a text table."""
+def _trials_table(trials, metric, top, chosen):
+    """The ``top`` trials by score (each at its last evaluation) as a text table, the
+    ``chosen`` trial marked with ``*`` (and listed even if its score is not among them)."""
+    import pandas as pd
+
     columns = list(trials.columns)
     params = columns[columns.index("rung") + 1:columns.index("max_epochs")]
     shown = ["trial", "rung", *params, "epochs", "score", "seconds"]
     last = trials.drop_duplicates("trial", keep="last")   # each trial's final state
     best = last.sort_values("score", ascending=False, kind="stable").head(top)
+    if chosen not in set(best["trial"]):
+        best = pd.concat([best, last[last["trial"] == chosen]])
     rows = [[metric if c == "score" else c for c in shown]]
     for record in best.to_dict("records"):
         cells = []
@@ -354,6 +363,8 @@ def _trials_table(trials, metric, top):
                 cells.append(f"{value:.4g}")
             else:
                 cells.append(str(value))
+        if record["trial"] == chosen:
+            cells[0] = f"*{cells[0]}"
         rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(shown))]
     return "".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) + "\n"

@@ -32,6 +32,8 @@ import numpy as np
 
 from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
+from ._kernels.config import (FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN,
+                              TUNE_SWITCH_Z)
 from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "FIRST_RUNG_EPOCHS", "REDUCTION_FACTOR", "TuneResult", "tune"]
@@ -58,12 +60,6 @@ SEARCH_SPACE = types.MappingProxyType({
     "rank_weighting": ["harmonic", "log", "auc"],
 })
 
-#: Maximum epochs of the first rung of every bracket.
-FIRST_RUNG_EPOCHS = 12
-#: Successive halving's eta: each rung keeps the best 1/eta of the configurations and
-#: gives them eta times the maximum epochs of the rung before.
-REDUCTION_FACTOR = 3
-
 #: WARPFactorizer parameters that tune sets itself (not searchable).
 _CONTROLLED = {
     "epochs": "the epochs come from early stopping (at most max_epochs)",
@@ -76,11 +72,6 @@ _CONTROLLED = {
     "verbose": "pass verbose= to tune",
 }
 _LOG_UNIFORM = "log-uniform"
-#: Safety factor on the estimated training seconds of the final refit.
-_REFIT_MARGIN = 1.2
-#: Standard errors by which the best trial's mean per-user validation gain over the
-#: defaults (paired, on the same users) must exceed zero for tune to prefer it.
-_SWITCH_Z = 2.0
 
 
 @dataclass
@@ -429,7 +420,7 @@ class _Search:
         """Seconds of a refit on all of X for ``epochs`` epochs: a call's setup plus the
         measured training seconds per epoch (validation excluded, the refit has none)
         scaled to all the positives, with a margin."""
-        return self.setup() + _REFIT_MARGIN * train_seconds_per_epoch * epochs \
+        return self.setup() + TUNE_REFIT_MARGIN * train_seconds_per_epoch * epochs \
             / (1.0 - self.fraction)
 
     def setup(self):
@@ -447,7 +438,7 @@ class _Search:
         the estimator's default epoch count at ``epoch_seconds`` per epoch (validation
         included), then its refit, at ``train_seconds`` per training epoch."""
         trial = self.now() + (self.default_epochs - 2) * epoch_seconds
-        refit = _REFIT_MARGIN * train_seconds * self.default_epochs / (1.0 - self.fraction)
+        refit = TUNE_REFIT_MARGIN * train_seconds * self.default_epochs / (1.0 - self.fraction)
         return trial + refit <= self.deadline
 
     def epoch_seconds(self, params):
@@ -689,7 +680,7 @@ class _Search:
 
     def best(self):
         """The trial to refit: the best other trial if its paired gain over the defaults
-        on the monitored users exceeds ``_SWITCH_Z`` standard errors, else the defaults."""
+        on the monitored users exceeds ``TUNE_SWITCH_Z`` standard errors, else the defaults."""
         if not self.trials:
             return None
         defaults, challenger = self.trials[0], self.challenger()
@@ -702,7 +693,7 @@ class _Search:
         diff = challenger.per_user - defaults.per_user
         gain = float(diff.mean())
         se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.inf
-        switch = gain > _SWITCH_Z * se
+        switch = gain > TUNE_SWITCH_Z * se
         self.selection = dict(trial=challenger.index, gain=gain, standard_error=se,
                               switched=switch)
         log.info("tune: trial %d over the defaults: %+.5f (standard error %.5f, z %.2f)",

@@ -52,6 +52,18 @@ VALIDATION_MAX_USERS = 10_000
 #: the cost of a parallel launch).
 FOLD_IN_PARALLEL_FROM = 50_000
 
+# ------------------------------------------------------------------------------ tuner
+#: Maximum epochs of the first rung of every bracket of ``warprec.tune``.
+FIRST_RUNG_EPOCHS = 12
+#: Successive halving's eta: each rung keeps the best 1/eta of the configurations and
+#: gives them eta times the maximum epochs of the rung before.
+REDUCTION_FACTOR = 3
+#: Safety factor on the estimated training seconds of the tuner's final refit.
+TUNE_REFIT_MARGIN = 1.2
+#: Standard errors by which the best trial's mean per-user validation gain over the
+#: defaults (paired, on the same users) must exceed zero for ``tune`` to prefer it.
+TUNE_SWITCH_Z = 2.0
+
 # ------------------------------------------------------------------------ memory layout
 #: Bytes of a cache line (x86-64, ARM64): the alignment given to parameter arrays, and
 #: the distance kept between two threads' work rows.

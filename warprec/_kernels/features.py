@@ -29,7 +29,7 @@ from ._flags import JIT, PJIT_NO_NRT
 from .negatives import draw_negative, filter_shift
 from .rng import stream_key
 from .train import _close_slice, next_position, sample_at
-from .updates import rank_loss_weight
+from .updates import bpr_terms, rank_loss_weight
 
 __all__ = ["FeatureParameters", "features_epoch"]
 
@@ -185,15 +185,8 @@ def features_epoch(bpr, adagrad):
                     j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift,
                                       key, 0)
                     b_j = represent(iptr, iind, iw, EI, c, j, rep_j)
-                    x = f_i - (_dot_rows(rep_u, rep_j) + b_j)
-                    if x >= 0:
-                        e = np.exp(-x)
-                        g = e / (1.0 + e)
-                        loss_sum += w * np.log1p(e)
-                    else:
-                        e = np.exp(x)
-                        g = 1.0 / (1.0 + e)
-                        loss_sum += w * (np.log1p(e) - x)
+                    g, loss = bpr_terms(f_i - (_dot_rows(rep_u, rep_j) + b_j))
+                    loss_sum += w * loss
                     g = w * g
                     n_trials += 1
                 else:

@@ -45,7 +45,7 @@ from .losses import ordinal_loss_grad_unit
 from .negatives import draw_negative, filter_shift
 from .prefetch import prefetch, prefetch_row
 from .rng import draw_below, stream_key
-from .updates import _dot, list_update, pair_update, rank_loss_weight, score
+from .updates import _dot, bpr_terms, list_update, pair_update, rank_loss_weight, score
 
 LOSS_WARP = 0
 LOSS_BPR = 1
@@ -525,16 +525,8 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
                 if bpr:
                     j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift,
                                       key, counter)
-                    x = f_i - score(U, V, b, u, j)
-                    # dL/df_j of -log(sigmoid(x)) is sigmoid(-x), computed without overflow
-                    if x >= 0:
-                        e = np.exp(-x)
-                        g = e / (1.0 + e)
-                        loss_sum += w * np.log1p(e)
-                    else:
-                        e = np.exp(x)
-                        g = 1.0 / (1.0 + e)
-                        loss_sum += w * (np.log1p(e) - x)
+                    g, loss = bpr_terms(f_i - score(U, V, b, u, j))
+                    loss_sum += w * loss
                     n_trials += 1
                     if not pair_update(U, V, b, GU, GV, Gb, u, i, j, np.float32(w * g), lr, alpha,
                                        max_norm, buf, adagrad, clip, freeze_items):

@@ -44,6 +44,18 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
 
 
 @njit(inline="always", **JIT)
+def bpr_terms(x):
+    """BPR's ``(dL/df_j, L)`` for the score margin ``x = f(u, i) - f(u, j)``, with
+    ``L = -log(sigmoid(x))``: ``dL/df_j = sigmoid(-x)``, both computed without
+    overflow."""
+    if x >= 0:
+        e = np.exp(-x)
+        return e / (1.0 + e), np.log1p(e)
+    e = np.exp(x)
+    return 1.0 / (1.0 + e), np.log1p(e) - x
+
+
+@njit(inline="always", **JIT)
 def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagrad, clip,
                 freeze_items):
     """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j]

@@ -583,10 +583,13 @@ class WARPFactorizer(FactorRecommender):
         best = _validation.BestSnapshot()
         stopping = monitor is not None and self.early_stopping
         order = None
+        # (the feature matrices and their decay shares do not change during a fit: the
+        # hybrid kernel's arguments are converted once)
+        features = self._feature_parameters() if mode.features else None
         for _ in range(config["epochs"]):
             epoch = self.epochs_done_
             order = self._epoch_order(matrix, epoch, order, positives.indptr)
-            params = (self._feature_parameters() if mode.features
+            params = (features if mode.features
                       else _train.Parameters(*self._parameters().values()))
             tic = time.perf_counter()
             with kernel_threads(config["n_threads"]):
@@ -647,6 +650,13 @@ class WARPFactorizer(FactorRecommender):
     def _hybrid(self):
         return hasattr(self, "user_feature_factors_")
 
+    def _n_indicators(self, kind):
+        """How many leading feature columns of ``kind`` are indicator features (one per
+        user / item, or none with ``identity_features=False``)."""
+        encoder = getattr(self, f"{kind}_feature_encoder_")
+        width = getattr(self, f"{kind}_features_").shape[1]
+        return width - (0 if encoder is None else encoder.n_features_)
+
     def _initialise_features(self, features, config):
         """Encode the side features (indicator features first) and initialise one
         embedding (and item bias) per feature as ``fit`` initialises factors."""
@@ -702,9 +712,8 @@ class WARPFactorizer(FactorRecommender):
             n_old = F.shape[0]
             if n_new == n_old:
                 continue
-            encoder = getattr(self, f"{kind}_feature_encoder_")
-            n_given = 0 if encoder is None else encoder.n_features_
-            n_identity, added = F.shape[1] - n_given, n_new - n_old
+            n_identity, added = self._n_indicators(kind), n_new - n_old
+            n_given = F.shape[1] - n_identity
             given = sp.vstack([F[:, n_identity:], sp.csr_matrix((added, n_given), dtype=f32)])
             names = list(getattr(self, f"{kind}_feature_names_")[n_identity:])
             if n_identity:
@@ -736,7 +745,7 @@ class WARPFactorizer(FactorRecommender):
                 raise ValueError(f"this model was fit without {kind} features; pass none, or "
                                  f"fit() a new model with them.")
             current = getattr(self, f"{kind}_features_")
-            n = current.shape[0]
+            n, n_identity = current.shape[0], self._n_indicators(kind)
             ids = self.user_ids_ if kind == "user" else self.item_ids_
             matrix, row_ids = encoder.transform(given)
             if row_ids is not None:
@@ -749,13 +758,10 @@ class WARPFactorizer(FactorRecommender):
                                        (rows, np.arange(len(rows)))), shape=(n, len(rows)))
                 untouched = np.ones(n, np.float32)
                 untouched[rows] = 0.0
-                matrix = (sp.diags(untouched) @ current[:, current.shape[1]
-                                                        - encoder.n_features_:]
-                          + place @ matrix)
+                matrix = (sp.diags(untouched) @ current[:, n_identity:] + place @ matrix)
             elif matrix.shape[0] != n:
                 raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
                                  f"{n} {kind}s.")
-            n_identity = current.shape[1] - encoder.n_features_
             setattr(self, f"{kind}_features_", sp.hstack(
                 [current[:, :n_identity], matrix], format="csr", dtype=np.float32))
         self._represent()
@@ -771,7 +777,7 @@ class WARPFactorizer(FactorRecommender):
             return super()._embed_features(kind, features)
         matrix, labels = encoder.transform(features)
         E = getattr(self, f"{kind}_feature_factors_")
-        n_identity = E.shape[0] - encoder.n_features_
+        n_identity = self._n_indicators(kind)
         factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
         biases = None
         if kind == "item":

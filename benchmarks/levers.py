@@ -1,0 +1,93 @@
+"""Quality curves of a few configurations on one data set of the family, two seeds each.
+
+    .venv/bin/python benchmarks/levers.py synthetic-longtail '[{}, {"init_scale": 0.036}]'
+    .venv/bin/python benchmarks/levers.py synthetic-dense '[{}]' --epochs 90 --seeds 1,2
+    .venv/bin/python benchmarks/levers.py synthetic-longtail --lightfm 0.02,100
+
+For every configuration (``WARPFactorizer`` keyword arguments on top of the defaults, d =
+64, 2 threads) it prints the mean over the seeds of NDCG@10 every 5 epochs, its peak and
+the last value; the data sets, splits and evaluator are those of ``defaults.py``
+(``_family.py``, ``_common.Scorer``). ``--lightfm LR,MAX_SAMPLED`` runs LightFM 1.17's
+WARP instead. A quick way to measure a lever across the family before it goes into the
+defaults benchmark; docs/design.md ("Quality levers measured") quotes its output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _family  # noqa: E402
+from _common import Scorer  # noqa: E402
+from defaults import N_EVAL_USERS  # noqa: E402
+
+EVERY = 5
+
+
+def curve_warprec(ds, scorer, params, seed, epochs, threads):
+    from warprec import WARPFactorizer
+
+    curve = []
+
+    def callback(model, info):
+        if (info["epoch"] + 1) % EVERY == 0:
+            curve.append(scorer(model.user_factors_, model.item_factors_,
+                                model.item_biases_)["ndcg@10"])
+
+    WARPFactorizer(**{"n_threads": threads, "random_state": seed, "epochs": epochs,
+                      **params}).fit(ds.train, callback=callback)
+    return curve
+
+
+def curve_lightfm(ds, scorer, lr, max_sampled, seed, epochs, threads):
+    from lightfm import LightFM
+
+    model = LightFM(no_components=64, loss="warp", learning_rate=lr, max_sampled=max_sampled,
+                    random_state=seed)
+    interactions = ds.train.tocoo()
+    curve = []
+    for epoch in range(1, epochs + 1):
+        model.fit_partial(interactions, epochs=1, num_threads=threads)
+        if epoch % EVERY == 0:
+            curve.append(scorer(model.user_embeddings, model.item_embeddings,
+                                model.item_biases)["ndcg@10"])
+    return curve
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", choices=_family.NAMES)
+    parser.add_argument("configs", nargs="?", default="[{}]",
+                        help="JSON list of WARPFactorizer keyword arguments")
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--lightfm", metavar="LR,MAX_SAMPLED")
+    args = parser.parse_args(argv)
+    ds = _family.load(args.data, n_eval_users=N_EVAL_USERS.get(args.data, 0))
+    if ds is None:
+        sys.exit(f"{args.data}: data missing")
+    scorer = Scorer(ds, args.threads)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.lightfm:
+        lr, ms = args.lightfm.split(",")
+        runs = {f"lightfm lr={lr} max_sampled={ms}": lambda seed: curve_lightfm(
+            ds, scorer, float(lr), int(ms), seed, args.epochs, args.threads)}
+    else:
+        runs = {json.dumps(p): (lambda seed, p=p: curve_warprec(
+            ds, scorer, p, seed, args.epochs, args.threads)) for p in json.loads(args.configs)}
+    for name, run in runs.items():
+        mean = np.mean([run(seed) for seed in seeds], axis=0)
+        peak = int(np.argmax(mean))
+        print(f"{args.data} {name}: peak {mean[peak]:.4f} at {EVERY * (peak + 1)}, "
+              f"last {mean[-1]:.4f} | " + " ".join(f"{x:.4f}" for x in mean), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -64,6 +64,11 @@ TUNE_REFIT_MARGIN = 1.2
 #: defaults (paired, on the same users) must exceed zero for ``tune`` to prefer it.
 TUNE_SWITCH_Z = 2.0
 
+# ------------------------------------------------------------------ distributed training
+#: Seconds between the checks, while the workers of ``warprec.dask.fit`` train an epoch,
+#: that they are all still in the cluster (a call to a lost worker never returns).
+WAIT_POLL_SECONDS = 0.01
+
 # ------------------------------------------------------------------------ memory layout
 #: Bytes of a cache line (x86-64, ARM64): the alignment given to parameter arrays, and
 #: the distance kept between two threads' work rows.

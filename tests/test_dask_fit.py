@@ -1,0 +1,132 @@
+"""Distributed training on a Dask LocalCluster (warprec.dask.fit, warprec/_dask_fit.py).
+
+Skipped without the ``dask`` extra. The cluster runs its workers as threads of this
+process (fast to start); each shard's epoch depends only on the item state sent to it and
+its own rows, so the result does not depend on how the workers' kernels interleave.
+"""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+from warprec import WARPFactorizer  # noqa: E402
+from warprec import _dask_fit  # noqa: E402
+from warprec.datasets import make_interactions  # noqa: E402
+from warprec.metrics import evaluate  # noqa: E402
+
+PARAMS = dict(n_components=16, epochs=8, random_state=3)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = make_interactions(300, 120, 6000, random_state=1).tocsr()
+    rng = np.random.default_rng(0)
+    rows, cols = X.nonzero()
+    test = rng.random(rows.size) < 0.2
+    frame = pd.DataFrame({"user_id": rows, "item_id": cols})
+    return frame[~test].reset_index(drop=True), frame[test].reset_index(drop=True)
+
+
+def test_shard_bounds_balance_positives():
+    indptr = np.concatenate([[0], np.cumsum([10, 1, 1, 1, 10, 1, 1, 5])])
+    bounds = _dask_fit.shard_bounds(indptr, 3)
+    assert bounds[0] == 0 and bounds[-1] == 8 and np.all(np.diff(bounds) > 0)
+    sizes = np.diff(indptr[bounds])
+    assert sizes.max() <= 13
+    assert list(_dask_fit.shard_bounds(indptr[:3], 5)) == [0, 1, 2]  # fewer users than shards
+
+
+def test_fit_trains_a_usable_model(client, data):
+    train, test = data
+    model = _dask_fit.fit(train, client, **PARAMS)
+    assert isinstance(model, WARPFactorizer)
+    assert model.epochs_done_ == PARAMS["epochs"]
+    assert len(model.history_) == PARAMS["epochs"]
+    entry = model.history_[-1]
+    assert entry["workers"] == 2
+    item_bytes = sum(getattr(model, name).nbytes for name in _dask_fit.ITEM_ARRAYS)
+    assert entry["bytes_shipped"] == 4 * item_bytes
+    assert entry["samples"] == len(train)
+    # every user row was trained (none is left at its starting values)
+    start = WARPFactorizer(**dict(PARAMS, epochs=0)).fit(train)
+    assert np.all(np.any(model.user_factors_ != start.user_factors_, axis=1))
+    assert np.all(np.isfinite(model.item_factors_))
+    # quality: close to the same model trained on one machine, far above popularity noise
+    alone = WARPFactorizer(**PARAMS, n_threads=1).fit(train)
+    ours = evaluate(model, test, train=train, k=10)["ndcg@10"]
+    single = evaluate(alone, test, train=train, k=10)["ndcg@10"]
+    untrained = evaluate(start, test, train=train, k=10)["ndcg@10"]
+    assert ours > 0.9 * single
+    assert ours > 1.5 * untrained
+    recs = model.recommend(train["user_id"].iloc[:3].to_numpy(), k=5, as_frame=True)
+    assert len(recs) == 15
+
+
+def test_fit_is_reproducible_with_one_thread_per_worker(client, data):
+    train, _ = data
+    a = _dask_fit.fit(train, client, **PARAMS, n_threads=1)
+    b = _dask_fit.fit(train, client, **PARAMS, n_threads=1)
+    for name in _dask_fit.ITEM_ARRAYS + _dask_fit.USER_ARRAYS:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    c = _dask_fit.fit(train, client, **dict(PARAMS, random_state=4), n_threads=1)
+    assert not np.array_equal(a.item_factors_, c.item_factors_)
+
+
+def test_combine_mean_and_parquet_input(client, data, tmp_path):
+    train, _ = data
+    path = tmp_path / "train.parquet"
+    train.to_parquet(path)
+    model = _dask_fit.fit(str(path), client, combine="mean", **PARAMS)
+    assert model.epochs_done_ == PARAMS["epochs"]
+    assert list(model.user_ids_) == sorted(train["user_id"].unique())
+
+
+def test_callback_stops_training(client, data):
+    train, _ = data
+    seen = []
+
+    def callback(model, info):
+        seen.append(info["epoch"])
+        return info["epoch"] < 2
+
+    model = _dask_fit.fit(train, client, callback=callback, **PARAMS)
+    assert seen == [0, 1, 2]
+    assert model.epochs_done_ == 3
+
+
+def test_a_lost_worker_fails_the_fit_with_a_clear_error(data):
+    train, _ = data
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as c:
+            def lose_a_worker(model, info):
+                if info["epoch"] == 0:  # (retire_workers refuses: a worker holds an actor)
+                    cluster.scale(1)
+                    deadline = time.monotonic() + 30
+                    while len(cluster.scheduler.workers) > 1 and time.monotonic() < deadline:
+                        time.sleep(0.05)
+
+            with pytest.raises(RuntimeError, match="Distributed training failed"):
+                _dask_fit.fit(train, c, callback=lose_a_worker, **PARAMS)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(early_stopping=True), "early_stopping is not available"),
+    (dict(combine="max"), "combine must be one of"),
+])
+def test_bad_options_raise(client, data, bad, message):
+    with pytest.raises(ValueError, match=message):
+        _dask_fit.fit(data[0], client, **PARAMS, **bad)

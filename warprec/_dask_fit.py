@@ -1,0 +1,298 @@
+"""Training on a Dask cluster: users split into shards, one shard per worker, the item side
+combined after every epoch (``warprec.dask.fit``; the scheme and its measurements are in
+docs/scaling.md).
+
+Every worker holds one :class:`ShardTrainer` (a Dask actor): the positives of its users,
+their factor and Adagrad rows, and a :class:`~warprec.WARPFactorizer` that trains on
+them with warprec's own epoch kernel. An epoch is
+
+1. the driver sends the item state (factors, biases and their Adagrad accumulators) to
+   every worker;
+2. each worker trains one epoch on its shard, starting from that state, and returns how
+   its copy of the item state changed;
+3. the driver adds the changes of all workers to the item state (``combine="sum"``) or
+   their mean (``combine="mean"``).
+
+User rows never leave their worker until the end. Each shard draws its own negatives and
+order from counter-based streams keyed by its own seed (derived from ``random_state``
+and the shard number), so with one thread per worker a fit is reproducible for the same
+data, seed and number of workers. It is not the single-machine fit: a worker sees the
+other shards' item updates only at the end of the epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._kernels.config import WAIT_POLL_SECONDS
+
+log = logging.getLogger(__name__)
+
+#: The arrays of the item side that the workers train and the driver combines.
+ITEM_ARRAYS = ("item_factors_", "item_biases_", "item_grad_sq_", "bias_grad_sq_")
+#: The arrays of the user side, kept on the workers during training.
+USER_ARRAYS = ("user_factors_", "user_grad_sq_")
+COMBINE = ("sum", "mean")
+
+
+class ShardTrainer:
+    """The training state of one shard of users (run as a Dask actor on a worker).
+
+    Parameters
+    ----------
+    params : dict
+        ``WARPFactorizer`` parameters, with the learning rate, decay and epoch order
+        resolved on the whole data set (so that every shard trains with the same ones).
+    indptr, indices : ndarray
+        CSR arrays of the shard's positives (its users' rows over all items).
+    user_state : dict of ndarray
+        The shard's rows of :data:`USER_ARRAYS` (their starting values).
+    seed : int
+        The shard's seed.
+    """
+
+    def __init__(self, params, indptr, indices, user_state, seed):
+        from .model import WARPFactorizer
+
+        n_users, d = user_state["user_factors_"].shape
+        n_items = int(params.pop("n_items"))
+        self.matrix = sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr),
+                                    shape=(n_users, n_items))
+        self.model = WARPFactorizer(**dict(params, epochs=0, random_state=seed))
+        self.model.fit(self.matrix)  # allocates the state; no epoch runs
+        for name in USER_ARRAYS:
+            np.copyto(getattr(self.model, name), user_state[name])
+        self.model.epochs = 1
+
+    def epoch(self, item_state):
+        """Train one epoch from ``item_state``; returns the change of every item array
+        and the epoch's statistics (``WARPFactorizer.history_``)."""
+        model = self.model
+        for name in ITEM_ARRAYS:
+            np.copyto(getattr(model, name), item_state[name])
+        model.partial_fit(self.matrix)
+        deltas = {name: getattr(model, name) - item_state[name] for name in ITEM_ARRAYS}
+        return deltas, model.history_[-1]
+
+    def users(self):
+        """The shard's user rows (:data:`USER_ARRAYS`)."""
+        return {name: getattr(self.model, name) for name in USER_ARRAYS}
+
+
+def shard_bounds(indptr, n_shards):
+    """Row bounds of ``n_shards`` contiguous blocks of users with about the same number of
+    positives each (every block non-empty when there are enough users)."""
+    n_users = indptr.size - 1
+    n_shards = max(1, min(n_shards, n_users))
+    targets = indptr[-1] * np.arange(1, n_shards) / n_shards
+    cuts = np.searchsorted(indptr, targets, side="left")
+    bounds = np.concatenate([[0], cuts, [n_users]]).astype(np.int64)
+    return np.maximum.accumulate(bounds)
+
+
+def fit_on_client(model, client, *, epochs, combine, callback=None):
+    """Train ``model`` (a ``WARPFactorizer`` fitted for zero epochs on the whole data:
+    its state allocated, its learning rate, decay and order resolved) for ``epochs``
+    epochs on the workers of ``client``; returns ``model`` with the trained state."""
+    from distributed import Actor  # noqa: F401  (fails early without distributed)
+
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:
+        raise RuntimeError("The Dask cluster has no workers; start some (or pass a client "
+                           "of a cluster that has them).")
+    matrix = model.train_matrix_
+    indptr = matrix.indptr.astype(np.int64)
+    bounds = shard_bounds(indptr, len(workers))
+    params = model.get_params()
+    params.update(learning_rate=model.learning_rate_, alpha=model.alpha_,
+                  sample_order=model.sample_order_, early_stopping=False, verbose=False,
+                  n_items=matrix.shape[1])
+    seeds = np.random.default_rng([model.seed_, 7]).integers(0, 2**31 - 1, len(bounds) - 1)
+    info = client.scheduler_info()["workers"]
+    actors = []
+    for shard, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if model.n_threads is None:  # the worker's threads
+            params["n_threads"] = int(info[workers[shard]].get("nthreads", 1))
+        user_state = {name: getattr(model, name)[lo:hi] for name in USER_ARRAYS}
+        shard_indptr = indptr[lo:hi + 1] - indptr[lo]
+        shard_indices = matrix.indices[indptr[lo]:indptr[hi]]
+        future = client.submit(ShardTrainer, dict(params), shard_indptr, shard_indices,
+                               user_state, int(seeds[shard]), actor=True,
+                               workers=[workers[shard]], allow_other_workers=False,
+                               pure=False)
+        with _failures("starting the shard trainers", 0):
+            actors.append(future.result())
+    item_bytes = sum(getattr(model, name).nbytes for name in ITEM_ARRAYS)
+    for _ in range(epochs):
+        epoch = model.epochs_done_
+        tic = time.perf_counter()
+        item_state = {name: getattr(model, name) for name in ITEM_ARRAYS}
+        with _failures("training", epoch):
+            pending = [actor.epoch(item_state) for actor in actors]
+            results = _wait(pending, client, workers[:len(actors)])
+        for name in ITEM_ARRAYS:
+            total = np.sum([deltas[name] for deltas, _ in results], axis=0)
+            if combine == "mean":
+                total /= len(results)
+            getattr(model, name)[...] += total
+        if not model._parameters_finite():
+            raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "
+                               "item state is not finite. Lower learning_rate or use "
+                               "combine='mean'.")
+        info = _combine_info(epoch, time.perf_counter() - tic, [r[1] for r in results])
+        info["bytes_shipped"] = 2 * len(actors) * item_bytes
+        model.epochs_done_ += 1
+        model.history_.append(info)
+        log.debug("distributed epoch %d: %s", epoch, info)
+        if callback is not None and callback(model, info) is False:
+            break
+    for actor, lo, hi in zip(actors, bounds[:-1], bounds[1:]):
+        with _failures("collecting the user rows", model.epochs_done_):
+            rows = actor.users().result()
+        for name in USER_ARRAYS:
+            getattr(model, name)[lo:hi] = rows[name]
+    return model
+
+
+def _combine_info(epoch, seconds, infos):
+    """One history entry from the shards' entries: sums of counts, positive-weighted
+    means of rates."""
+    info = dict(epoch=epoch, seconds=seconds, workers=len(infos))
+    weights = np.array([max(i.get("samples", 1), 1) for i in infos], dtype=np.float64)
+    for key, value in infos[0].items():
+        if key in ("epoch", "seconds") or not isinstance(value, (int, float)):
+            continue
+        values = np.array([i[key] for i in infos], dtype=np.float64)
+        if isinstance(value, int):
+            info[key] = int(values.sum())
+        else:
+            info[key] = float(values @ weights / weights.sum())
+    return info
+
+
+def _wait(pending, client, addresses):
+    """The results of the actor calls ``pending`` (on the workers ``addresses``), checking
+    while waiting that those workers are still there: a call on a worker that died after
+    it was sent would otherwise wait for ever."""
+    results = [None] * len(pending)
+    waiting = set(range(len(pending)))
+    while waiting:
+        for k in sorted(waiting):
+            if pending[k].done():
+                results[k] = pending[k].result()
+                waiting.discard(k)
+        if not waiting:
+            break
+        alive = client.scheduler_info()["workers"]
+        lost = [addresses[k] for k in waiting if addresses[k] not in alive]
+        if lost:
+            raise RuntimeError(f"worker(s) {', '.join(lost)} left the cluster")
+        time.sleep(WAIT_POLL_SECONDS)
+    return results
+
+
+@contextlib.contextmanager
+def _failures(what, epoch):
+    """Turn a lost worker or a failed task into an error that says no model is returned."""
+    try:
+        yield
+    except Exception as exc:  # a lost worker, a restarted cluster, a failed task
+        raise RuntimeError(f"Distributed training failed while {what} (epoch {epoch}): "
+                           f"{type(exc).__name__}: {exc}. No model is returned: a shard's "
+                           "state was lost or not updated; run warprec.dask.fit again.") from exc
+
+
+def fit(interactions, client=None, *, combine="sum", callback=None, **params):
+    """Train a :class:`~warprec.WARPFactorizer` on the workers of a Dask cluster.
+
+    The users are split into one shard per worker (contiguous blocks with about the same
+    number of positives); each worker trains its shard with warprec's epoch kernel, and
+    after every epoch the driver combines the workers' changes of the item side (see
+    docs/scaling.md for the scheme, what it ships and how it compares with one machine).
+
+    Parameters
+    ----------
+    interactions : DataFrame, dask DataFrame, str, scipy.sparse matrix or Interactions
+        The positives, as :meth:`WARPFactorizer.fit` takes them; a dask DataFrame or a
+        path to Parquet (``user_id``, ``item_id`` columns) is read into the driver, which
+        builds the id maps and the shards.
+    client : distributed.Client, optional
+        The cluster to train on; by default the current client, else a
+        ``LocalCluster`` with one single-threaded worker process per core, closed after.
+    combine : {"sum", "mean"}, default "sum"
+        How the workers' changes of the item state are combined: added (each worker's
+        updates count as if applied one after another) or averaged.
+    callback : callable, optional
+        ``callback(model, info)`` after every epoch on the driver (``info`` holds the
+        epoch's statistics, ``seconds`` and ``bytes_shipped``); returning False stops.
+    **params
+        ``WARPFactorizer`` parameters. ``n_threads`` is the threads per worker (default:
+        the worker's). Early stopping and side features are not available.
+
+    Returns
+    -------
+    WARPFactorizer
+        Fitted: it recommends, evaluates and saves like a model fit on one machine.
+        ``history_`` has one entry per epoch, with ``workers`` and ``bytes_shipped``.
+
+    Raises
+    ------
+    RuntimeError
+        If a worker is lost or a shard's epoch fails: no model is returned.
+    """
+    from .model import WARPFactorizer
+
+    if combine not in COMBINE:
+        raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}.")
+    for name in ("early_stopping", "validation_data"):
+        if params.get(name):
+            raise ValueError(f"{name} is not available in distributed training; fit "
+                             "without it, or use warprec.tune on a sample to choose epochs.")
+    model = WARPFactorizer(**params)
+    epochs = model.epochs
+    model.set_params(epochs=0)
+    model.fit(_local(interactions))  # id maps, state, learning rate, decay and order
+    model.set_params(epochs=epochs)
+    own = None
+    if client is None:
+        client, own = _default_client()
+    try:
+        fit_on_client(model, client, epochs=epochs, combine=combine, callback=callback)
+    finally:
+        if own is not None:
+            client.close()
+            own.close()
+    return model
+
+
+def _local(interactions):
+    """A dask DataFrame or Parquet path as a pandas DataFrame; anything else as given."""
+    if isinstance(interactions, str) or hasattr(interactions, "__fspath__"):
+        import pandas as pd
+
+        return pd.read_parquet(interactions)
+    if hasattr(interactions, "compute") and hasattr(interactions, "npartitions"):
+        return interactions.compute()
+    return interactions
+
+
+def _default_client():
+    """The current Dask client, or a new local cluster (returned to be closed)."""
+    import os
+
+    from distributed import Client, LocalCluster, get_client
+
+    try:
+        return get_client(), None
+    except ValueError:
+        pass
+    cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                           processes=True, dashboard_address=None)
+    log.info("warprec.dask.fit: started a local cluster of %d workers",
+             len(cluster.workers))
+    return Client(cluster), cluster

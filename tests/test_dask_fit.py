@@ -130,3 +130,31 @@ def test_a_lost_worker_fails_the_fit_with_a_clear_error(data):
 def test_bad_options_raise(client, data, bad, message):
     with pytest.raises(ValueError, match=message):
         _dask_fit.fit(data[0], client, **PARAMS, **bad)
+
+
+def test_cli_fit_on_local_workers(tmp_path, data):
+    """`warprec fit --workers 2` trains on a local cluster of two worker processes and
+    saves a model that loads; bad combinations end with one line and exit code 2."""
+    import subprocess
+    import sys
+
+    train, _ = data
+    ratings = tmp_path / "ratings.csv"
+    train.rename(columns={"user_id": "user", "item_id": "item"}).to_csv(ratings, index=False)
+
+    def warprec(*args):
+        return subprocess.run([sys.executable, "-m", "warprec", *map(str, args)],
+                              capture_output=True, text=True, timeout=300)
+
+    proc = warprec("fit", ratings, "-o", tmp_path / "m.npz", "--workers", 2, "--epochs", 2,
+                   "--factors", 8, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "on 2 Dask workers" in proc.stdout and "MB shipped per epoch" in proc.stdout
+    model = WARPFactorizer.load(tmp_path / "m.npz")
+    assert model.epochs_done_ == 2 and model.n_users_ == train["user_id"].nunique()
+    for bad, message in ((["--workers", 0], "positive integer"),
+                         (["--workers", 2, "--early-stopping"], "not available"),
+                         (["--workers", 2, "--dask-scheduler", "tcp://x:1"], "not both")):
+        proc = warprec("fit", ratings, "-o", tmp_path / "bad.npz", *bad)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr

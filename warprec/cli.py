@@ -96,6 +96,12 @@ def build_parser():
                                            "id column (e.g. MovieLens movies.csv: its "
                                            "genres become features)")
     p.add_argument("--user-features", help="CSV of user features with a user id column")
+    g = p.add_argument_group("distributed training (needs warprec[dask])")
+    g.add_argument("--dask-scheduler", metavar="ADDRESS",
+                   help="train on the Dask cluster of this scheduler, one shard of users per "
+                        "worker (see docs/scaling.md)")
+    g.add_argument("--workers", type=int, metavar="N",
+                   help="train on a local Dask cluster of N single-threaded worker processes")
     _data_args(p)
     _model_args(p)
 
@@ -207,11 +213,51 @@ def _read_side_features(args):
             if path is not None}
 
 
+def _fit_on_dask(model, train, args, out):
+    """``warprec fit --dask-scheduler / --workers``: :func:`warprec.dask.fit`."""
+    if args.workers is not None and args.workers < 1:
+        raise CLIError(f"--workers must be a positive integer (got {args.workers}).")
+    if args.dask_scheduler and args.workers:
+        raise CLIError("give --dask-scheduler (a running cluster) or --workers (a local "
+                       "one), not both.")
+    if args.early_stopping or args.item_features or args.user_features:
+        raise CLIError("--early-stopping and side features are not available with "
+                       "distributed training; drop them, or fit on one machine.")
+    try:
+        from distributed import Client, LocalCluster
+
+        from ._dask_fit import fit
+    except ImportError:
+        raise CLIError("distributed training needs Dask: pip install 'warprec[dask]'.") from None
+    cluster = None
+    if args.workers:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    tic = time.perf_counter()
+    with Client(cluster if cluster is not None else args.dask_scheduler) as client:
+        try:
+            params = {k: v for k, v in model.get_params().items() if k != "verbose"}
+            model = fit(train, client, **params)
+        finally:
+            if cluster is not None:
+                cluster.close()
+    h = model.history_
+    out.write(f"fitted {model.n_users_} users x {model.n_items_} items, {len(train)} positives, "
+              f"{len(h)} epochs on {h[-1]['workers'] if h else 0} Dask workers in "
+              f"{time.perf_counter() - tic:.2f} s ({h[-1]['bytes_shipped'] / 1e6 if h else 0:.1f}"
+              f" MB shipped per epoch)\n")
+    return model
+
+
 def cmd_fit(args, out):
-    """``warprec fit``: read, keep positives, fit, save."""
+    """``warprec fit``: read, keep positives, fit (on Dask with --dask-scheduler or
+    --workers), save."""
     _check_output(args.output)
-    model = _fit(_make_model(args), _read_positives(args.ratings, args), out,
-                 **_read_side_features(args))
+    train = _read_positives(args.ratings, args)
+    if args.dask_scheduler or args.workers is not None:
+        model = _fit_on_dask(_make_model(args), train, args, out)
+    else:
+        model = _fit(_make_model(args), train, out, **_read_side_features(args))
     path = model.save(args.output)
     out.write(f"saved model to {path}\n")
     return 0

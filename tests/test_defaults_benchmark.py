@@ -45,6 +45,13 @@ def test_report_compares_the_defaults_with_the_best_grid_point(tmp_path):
         _row("ml100k", "grid", {"learning_rate": 0.05}, [(5, 0.29)]),
         _row("ml100k", "lightfm", {"learning_rate": 0.05}, [(5, 0.24), (10, 0.25)]),
         _row("ml100k", "early-stopping", {"early_stopping": True}, [(7, 0.28)]),
+        # fresh-seed runs of the chosen points: reported beside them, never chosen
+        dict(_row("ml100k", "grid-remeasure", {"learning_rate": 0.02, "epochs": 10},
+                  [(10, 0.29)]), seed=1),
+        dict(_row("ml100k", "grid-remeasure", {"learning_rate": 0.02, "epochs": 10},
+                  [(10, 0.31)]), seed=2),
+        dict(_row("ml100k", "lightfm-remeasure", {"learning_rate": 0.05, "epochs": 10},
+                  [(10, 0.50)]), seed=1),
     ]
     out = tmp_path / "runs.jsonl"
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -54,8 +61,11 @@ def test_report_compares_the_defaults_with_the_best_grid_point(tmp_path):
     cells = [c.strip() for c in line.split("|")[1:-1]]
     assert cells[2].startswith("0.3000") and cells[4].startswith("0.3100 (learning_rate=0.02")
     assert "10 ep" in cells[4]
-    assert cells[5] == f"{0.30 / 0.31:.3f}" and cells[7] == f"{0.30 / 0.25:.3f}"
-    assert cells[8] == "0.2800 (7)"
+    assert cells[5] == "0.3000"  # the re-measured grid point (mean of seeds 1 and 2)
+    assert cells[6] == f"{0.30 / 0.31:.3f}; {0.30 / 0.30:.3f}"
+    assert cells[7].startswith("0.2500 (learning_rate=0.05") and cells[8] == "0.5000"
+    assert cells[9] == f"{0.30 / 0.25:.3f}; {0.30 / 0.50:.3f}"
+    assert cells[10] == "0.2800 (7)"
 
 
 def test_grid_points_cover_the_product():

@@ -61,3 +61,14 @@ def ml100k_split():
         pytest.skip(f"shared MovieLens split not found at {ML100K_SPLIT}")
     import pandas as pd
     return pd.read_csv(ML100K_SPLIT / "train.csv"), pd.read_csv(ML100K_SPLIT / "test.csv")
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask client of a local cluster of two single-threaded workers, run as threads of
+    this process (fast to start); skips without the ``dask`` extra."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client

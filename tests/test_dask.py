@@ -24,11 +24,8 @@ from warprec.metrics import evaluate as single_evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+def client(dask_client):
+    return dask_client
 
 
 def _split(ids_of_user, ids_of_item):

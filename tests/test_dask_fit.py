@@ -16,6 +16,7 @@ distributed = pytest.importorskip("distributed")
 
 from warprec import WARPFactorizer  # noqa: E402
 from warprec import _dask_fit  # noqa: E402
+from warprec import dask as wdask  # noqa: E402
 from warprec.datasets import make_interactions  # noqa: E402
 from warprec.metrics import evaluate  # noqa: E402
 
@@ -23,11 +24,8 @@ PARAMS = dict(n_components=16, epochs=8, random_state=3)
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +49,7 @@ def test_shard_bounds_balance_positives():
 
 def test_fit_trains_a_usable_model(client, data):
     train, test = data
-    model = _dask_fit.fit(train, client, **PARAMS)
+    model = wdask.fit(train, client, **PARAMS)
     assert isinstance(model, WARPFactorizer)
     assert model.epochs_done_ == PARAMS["epochs"]
     assert len(model.history_) == PARAMS["epochs"]

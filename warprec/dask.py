@@ -1,8 +1,8 @@
-"""Batch recommendation and evaluation of a fitted model on Dask.
+"""warprec on Dask: training, batch recommendation and evaluation beyond one machine.
 
-Training stays on one machine; these functions spread its *inference* over a Dask
-cluster (or Dask's local scheduler):
-
+* :func:`fit` trains a :class:`~warprec.WARPFactorizer` on the workers of a cluster: one
+  shard of users per worker, the item side combined after every epoch (the scheme, its
+  costs and limits: docs/scaling.md; the code: ``warprec/_dask_fit.py``);
 * :func:`recommend` returns the top-k items of every user of a partitioned user list
   as a lazy ``dask.dataframe.DataFrame`` (write it with ``.to_parquet(path)``);
 * :func:`evaluate` computes the numbers :func:`warprec.metrics.evaluate` computes, from
@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
         "pip install 'warprec[dask]'") from exc
 
 from ._base import FactorRecommender, _top_frame
+from ._dask_fit import fit
 from ._inputs import IdMap, check_k, lookup_ids
 from ._kernels.config import NUMBA_SCORING_MACS
 from .exceptions import WarprecWarning
@@ -55,7 +56,7 @@ from .scoring import _as_csr, _as_factor_arrays, _check_finite
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["evaluate", "recommend"]
+__all__ = ["evaluate", "fit", "recommend"]
 
 #: The gain column of graded test data, as the models' evaluation glue picks it.
 _GAIN_COLUMNS = ("rating", "weight")

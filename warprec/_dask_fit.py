@@ -99,7 +99,14 @@ def fit_on_client(model, client, *, epochs, combine, callback=None):
     """Train ``model`` (a ``WARPFactorizer`` fitted for zero epochs on the whole data:
     its state allocated, its learning rate, decay and order resolved) for ``epochs``
     epochs on the workers of ``client``; returns ``model`` with the trained state."""
-    from distributed import Actor  # noqa: F401  (fails early without distributed)
+    # the actors' handles talk through the current client: make it this one, whatever
+    # other clients the process has
+    with client.as_current():
+        return _fit_on_client(model, client, epochs=epochs, combine=combine,
+                              callback=callback)
+
+
+def _fit_on_client(model, client, *, epochs, combine, callback):
 
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
@@ -177,22 +184,27 @@ def _combine_info(epoch, seconds, infos):
 
 def _wait(pending, client, addresses):
     """The results of the actor calls ``pending`` (on the workers ``addresses``), checking
-    while waiting that those workers are still there: a call on a worker that died after
-    it was sent would otherwise wait for ever."""
+    every ``WAIT_POLL_SECONDS`` while waiting that those workers are still in the cluster:
+    a call on a worker that died after it was sent would otherwise wait for ever."""
     results = [None] * len(pending)
     waiting = set(range(len(pending)))
+    checked = time.monotonic()
     while waiting:
-        for k in sorted(waiting):
-            if pending[k].done():
-                results[k] = pending[k].result()
-                waiting.discard(k)
-        if not waiting:
-            break
-        alive = client.scheduler_info()["workers"]
-        lost = [addresses[k] for k in waiting if addresses[k] not in alive]
-        if lost:
-            raise RuntimeError(f"worker(s) {', '.join(lost)} left the cluster")
-        time.sleep(WAIT_POLL_SECONDS)
+        for k in [k for k in waiting if pending[k].done()]:
+            results[k] = pending[k].result()
+            waiting.discard(k)
+        if waiting and time.monotonic() - checked >= WAIT_POLL_SECONDS:
+            # asked of the scheduler itself: the client's cached view of the workers lags
+            # (a worker closing gracefully is still listed but runs nothing more)
+            alive = client.run_on_scheduler(lambda dask_scheduler: [
+                address for address, worker in dask_scheduler.workers.items()
+                if worker.status.name in ("running", "paused")])
+            lost = [addresses[k] for k in sorted(waiting) if addresses[k] not in alive]
+            if lost:
+                raise RuntimeError(f"worker(s) {', '.join(lost)} left the cluster")
+            checked = time.monotonic()
+        elif waiting:
+            time.sleep(0.002)
     return results
 
 

@@ -67,7 +67,7 @@ TUNE_SWITCH_Z = 2.0
 # ------------------------------------------------------------------ distributed training
 #: Seconds between the checks, while the workers of ``warprec.dask.fit`` train an epoch,
 #: that they are all still in the cluster (a call to a lost worker never returns).
-WAIT_POLL_SECONDS = 0.01
+WAIT_POLL_SECONDS = 1.0
 
 # ------------------------------------------------------------------------ memory layout
 #: Bytes of a cache line (x86-64, ARM64): the alignment given to parameter arrays, and

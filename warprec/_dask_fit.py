@@ -107,8 +107,9 @@ def fit_on_client(model, client, *, epochs, combine, callback=None):
 
 
 def _fit_on_client(model, client, *, epochs, combine, callback):
-
-    workers = sorted(client.scheduler_info()["workers"])
+    """:func:`fit_on_client` with ``client`` current."""
+    worker_info = client.scheduler_info()["workers"]
+    workers = sorted(worker_info)
     if not workers:
         raise RuntimeError("The Dask cluster has no workers; start some (or pass a client "
                            "of a cluster that has them).")
@@ -120,11 +121,10 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
                   sample_order=model.sample_order_, early_stopping=False, verbose=False,
                   n_items=matrix.shape[1])
     seeds = np.random.default_rng([model.seed_, 7]).integers(0, 2**31 - 1, len(bounds) - 1)
-    info = client.scheduler_info()["workers"]
     actors = []
     for shard, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         if model.n_threads is None:  # the worker's threads
-            params["n_threads"] = int(info[workers[shard]].get("nthreads", 1))
+            params["n_threads"] = int(worker_info[workers[shard]].get("nthreads", 1))
         user_state = {name: getattr(model, name)[lo:hi] for name in USER_ARRAYS}
         shard_indptr = indptr[lo:hi + 1] - indptr[lo]
         shard_indices = matrix.indices[indptr[lo]:indptr[hi]]
@@ -149,8 +149,8 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
             getattr(model, name)[...] += total
         if not model._parameters_finite():
             raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "
-                               "item state is not finite. Lower learning_rate or use "
-                               "combine='mean'.")
+                               "item state is not finite. Lower learning_rate"
+                               + (" or use combine='mean'." if combine == "sum" else "."))
         info = _combine_info(epoch, time.perf_counter() - tic, [r[1] for r in results])
         info["bytes_shipped"] = 2 * len(actors) * item_bytes
         model.epochs_done_ += 1
@@ -167,8 +167,8 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
 
 
 def _combine_info(epoch, seconds, infos):
-    """One history entry from the shards' entries: sums of counts, positive-weighted
-    means of rates."""
+    """One history entry from the shards' entries: sums of counts, means of rates
+    weighted by the shards' samples."""
     info = dict(epoch=epoch, seconds=seconds, workers=len(infos))
     weights = np.array([max(i.get("samples", 1), 1) for i in infos], dtype=np.float64)
     for key, value in infos[0].items():

@@ -150,7 +150,8 @@ def test_bad_options_raise(client, data, bad, message):
 
 def test_cli_fit_on_local_workers(tmp_path, data):
     """`warprec fit --workers 2` trains on a local cluster of two worker processes and
-    saves a model that loads; bad combinations end with one line and exit code 2."""
+    saves a model that loads; `warprec recommend --workers 2` gives the rows of one
+    machine; bad combinations end with one line and exit code 2."""
     import subprocess
     import sys
 
@@ -168,6 +169,14 @@ def test_cli_fit_on_local_workers(tmp_path, data):
     assert "on 2 Dask workers" in proc.stdout and "MB shipped per epoch" in proc.stdout
     model = WARPFactorizer.load(tmp_path / "m.npz")
     assert model.epochs_done_ == 2 and model.n_users_ == train["user_id"].nunique()
+    # the same model recommends the same rows on two local workers as on one machine
+    users = [str(u) for u in sorted(train["user_id"].unique())[:7]]
+    here = warprec("recommend", tmp_path / "m.npz", *users, "-k", 4, "-o", tmp_path / "a.csv")
+    there = warprec("recommend", tmp_path / "m.npz", *users, "-k", 4, "-o", tmp_path / "b.csv",
+                    "--workers", 2)
+    assert here.returncode == 0 and there.returncode == 0, there.stderr
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+    assert len((tmp_path / "b.csv").read_text().splitlines()) == 1 + 7 * 4
     for bad, message in ((["--workers", 0], "positive integer"),
                          (["--workers", 2, "--early-stopping"], "not available"),
                          (["--workers", 2, "--dask-scheduler", "tcp://x:1"], "not both")):

@@ -60,6 +60,14 @@ def _model_args(parser):
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _dask_args(parser, job, how):
+    g = parser.add_argument_group("on a Dask cluster (needs warprec[dask])")
+    g.add_argument("--dask-scheduler", metavar="ADDRESS",
+                   help=f"{job} on the Dask cluster of this scheduler, {how}")
+    g.add_argument("--workers", type=int, metavar="N",
+                   help=f"{job} on a local Dask cluster of N single-threaded worker processes")
+
+
 def _data_args(parser):
     parser.add_argument("--min-rating", type=float, default=None,
                         help="keep ratings >= this as positives (default: every row)")
@@ -96,12 +104,7 @@ def build_parser():
                                            "id column (e.g. MovieLens movies.csv: its "
                                            "genres become features)")
     p.add_argument("--user-features", help="CSV of user features with a user id column")
-    g = p.add_argument_group("distributed training (needs warprec[dask])")
-    g.add_argument("--dask-scheduler", metavar="ADDRESS",
-                   help="train on the Dask cluster of this scheduler, one shard of users per "
-                        "worker (see docs/scaling.md)")
-    g.add_argument("--workers", type=int, metavar="N",
-                   help="train on a local Dask cluster of N single-threaded worker processes")
+    _dask_args(p, "train", "one shard of users per worker (see docs/scaling.md)")
     _data_args(p)
     _model_args(p)
 
@@ -145,6 +148,7 @@ def build_parser():
                    help="output format (default: from --output's extension, else text); csv "
                         "and json give rows user_id, item_id, score, rank[, title]")
     p.add_argument("-o", "--output", help="write the recommendations to this file")
+    _dask_args(p, "recommend", "the users split into one partition per worker")
 
     p = sub.add_parser("demo", help="fit, evaluate and recommend on the embedded data")
     p.add_argument("--data", default=None, help=argparse.SUPPRESS)
@@ -213,34 +217,45 @@ def _read_side_features(args):
             if path is not None}
 
 
-def _fit_on_dask(model, train, args, out):
-    """``warprec fit --dask-scheduler / --workers``: :func:`warprec.dask.fit`."""
+def _on_dask(args):
+    """Whether ``--dask-scheduler`` or ``--workers`` asks for a Dask cluster."""
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be a positive integer (got {args.workers}).")
     if args.dask_scheduler and args.workers:
         raise CLIError("give --dask-scheduler (a running cluster) or --workers (a local "
                        "one), not both.")
+    return bool(args.dask_scheduler or args.workers)
+
+
+@contextlib.contextmanager
+def _dask_client(args):
+    """A client of the cluster ``--dask-scheduler`` names, or of a local cluster of
+    ``--workers`` single-threaded worker processes (closed afterwards)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise CLIError("running on Dask needs it installed: pip install 'warprec[dask]'."
+                       ) from None
+    with contextlib.ExitStack() as stack:
+        target = args.dask_scheduler
+        if args.workers:
+            target = stack.enter_context(LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, processes=True,
+                dashboard_address=None))
+        yield stack.enter_context(Client(target))
+
+
+def _fit_on_dask(model, train, args, out):
+    """``warprec fit --dask-scheduler / --workers``: :func:`warprec.dask.fit`."""
     if args.early_stopping or args.item_features or args.user_features:
         raise CLIError("--early-stopping and side features are not available with "
                        "distributed training; drop them, or fit on one machine.")
-    try:
-        from distributed import Client, LocalCluster
-
-        from ._dask_fit import fit
-    except ImportError:
-        raise CLIError("distributed training needs Dask: pip install 'warprec[dask]'.") from None
-    cluster = None
-    if args.workers:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
     tic = time.perf_counter()
-    with Client(cluster if cluster is not None else args.dask_scheduler) as client:
-        try:
-            params = {k: v for k, v in model.get_params().items() if k != "verbose"}
-            model = fit(train, client, **params)
-        finally:
-            if cluster is not None:
-                cluster.close()
+    with _dask_client(args) as client:
+        from ._dask_fit import fit
+
+        params = {k: v for k, v in model.get_params().items() if k != "verbose"}
+        model = fit(train, client, **params)
     h = model.history_
     out.write(f"fitted {model.n_users_} users x {model.n_items_} items, {len(train)} positives, "
               f"{len(h)} epochs on {h[-1]['workers'] if h else 0} Dask workers in "
@@ -254,7 +269,7 @@ def cmd_fit(args, out):
     --workers), save."""
     _check_output(args.output)
     train = _read_positives(args.ratings, args)
-    if args.dask_scheduler or args.workers is not None:
+    if _on_dask(args):
         model = _fit_on_dask(_make_model(args), train, args, out)
     else:
         model = _fit(_make_model(args), train, out, **_read_side_features(args))
@@ -439,8 +454,20 @@ def cmd_recommend(args, out):
         raise CLIError("no users given: list user ids after the model file, or pass "
                        "--users-file.")
     fmt = args.format or _format_of(args.output)
-    frame = model.recommend(users, k=args.k, exclude_seen=not args.include_seen,
-                            as_frame=True)
+    if _on_dask(args):
+        with _dask_client(args) as client:
+            import dask.dataframe as dd
+            import pandas as pd
+
+            from .dask import recommend
+
+            n_parts = max(1, min(len(client.scheduler_info()["workers"]), len(users)))
+            parts = dd.from_pandas(pd.Series(users, name="user_id"), npartitions=n_parts)
+            frame = recommend(model, parts, k=args.k, exclude_seen=not args.include_seen,
+                              client=client).compute().reset_index(drop=True)
+    else:
+        frame = model.recommend(users, k=args.k, exclude_seen=not args.include_seen,
+                                as_frame=True)
     if titles is not None:
         frame["title"] = [titles.get(item, "") for item in frame["item_id"]]
     with contextlib.ExitStack() as stack:

@@ -31,26 +31,17 @@ from defaults import N_EVAL_USERS  # noqa: E402
 OUT = Path(__file__).resolve().parent / "results" / "dask_fit.json"
 
 
-def cluster(n_workers):
-    from distributed import Client, LocalCluster
-
-    c = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                     dashboard_address=None)
-    return c, Client(c)
-
-
 def distributed_fit(ds, n_workers, *, epochs, seed, combine):
-    from warprec import dask as wdask
+    from distributed import Client
 
-    c, client = cluster(n_workers)
-    try:
+    from warprec import dask as wdask
+    from warprec._dask_fit import local_cluster
+
+    with local_cluster(n_workers) as cluster, Client(cluster) as client:
         tic = time.perf_counter()
         model = wdask.fit(ds.train, client, combine=combine, epochs=epochs, random_state=seed,
                           n_threads=1)
         return model, time.perf_counter() - tic
-    finally:
-        client.close()
-        c.close()
 
 
 def main(argv=None):

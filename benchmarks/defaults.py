@@ -53,6 +53,9 @@ SMALL_GRID = dict(learning_rate=(0.02, 0.05), alpha=(0.0, 0.003), max_sampled=(1
 N_EVAL_USERS = {"amazon-book": 10_000, "synthetic-longtail": 5_000, "synthetic-dense": 5_000,
                 "synthetic-5m": 5_000}
 CHECK_EVERY = 5
+#: The parts whose runs make up warprec's grid and LightFM's (not their re-measures).
+GRID_PARTS = ("grid", "small-grid")
+LIGHTFM_PARTS = ("lightfm", "lightfm-small")
 
 
 def grid_points(grid):
@@ -219,9 +222,9 @@ def remeasure(ds, scorer, args, metric="ndcg@10"):
     """Train the best warprec and LightFM grid points of ``ds`` (chosen on the saved runs)
     again with :data:`REMEASURE_SEEDS`, for their chosen epoch counts."""
     rows = [r for r in _load_rows(args.out) if r["data"] == ds.name]
-    chosen = (("grid", _best([r for r in rows if r["part"] in ("grid", "small-grid")], metric),
+    chosen = (("grid", _best([r for r in rows if r["part"] in GRID_PARTS], metric),
                run_warprec),
-              ("lightfm", _best([r for r in rows if r["part"].startswith("lightfm")], metric),
+              ("lightfm", _best([r for r in rows if r["part"] in LIGHTFM_PARTS], metric),
                run_lightfm))
     for library, best, run in chosen:
         if best is None:
@@ -273,8 +276,8 @@ def report(out, metric="ndcg@10"):
         d = np.mean([r["final"][metric] for r in defaults]) if defaults else None
         d_r = np.mean([r["final"]["recall@20"] for r in defaults]) if defaults else None
         d_ep = ",".join(str(r["final"]["epoch"]) for r in defaults)
-        grid = _best([r for r in mine if r["part"] in ("grid", "small-grid")], metric)
-        lfm = _best([r for r in mine if r["part"] in ("lightfm", "lightfm-small")], metric)
+        grid = _best([r for r in mine if r["part"] in GRID_PARTS], metric)
+        lfm = _best([r for r in mine if r["part"] in LIGHTFM_PARTS], metric)
         long = [r for r in mine if r["part"] == "long"]
         stopped = [r for r in mine if r["part"] == "early-stopping"]
         tuned = [r for r in mine if r["part"] == "tune"]

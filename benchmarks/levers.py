@@ -4,11 +4,12 @@
     .venv/bin/python benchmarks/levers.py synthetic-dense '[{}]' --epochs 90 --seeds 1,2
     .venv/bin/python benchmarks/levers.py synthetic-longtail --lightfm 0.02,100
 
-For every configuration (``WARPFactorizer`` keyword arguments on top of the defaults, d =
-64, 2 threads) it prints the mean over the seeds of NDCG@10 every 5 epochs, its peak and
-the last value; the data sets, splits and evaluator are those of ``defaults.py``
-(``_family.py``, ``_common.Scorer``). ``--lightfm LR,MAX_SAMPLED`` runs LightFM 1.17's
-WARP instead. A quick way to measure a lever across the family before it goes into the
+For every configuration (``WARPFactorizer`` keyword arguments on top of the defaults,
+trained by ``defaults.run_warprec``: d = 64, 2 threads) it prints the mean over the seeds
+of NDCG@10 every 5 epochs, its peak and the last value; the data sets, splits and
+evaluator are those of ``defaults.py`` (``_family.py``, ``_common.Scorer``). ``--lightfm
+LR,MAX_SAMPLED`` runs LightFM 1.17's WARP instead (``defaults.run_lightfm``). A quick way
+to measure a lever across the family before it goes into the
 defaults benchmark; docs/design.md ("Quality levers measured") quotes its output.
 """
 
@@ -25,39 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _family  # noqa: E402
 from _common import Scorer  # noqa: E402
-from defaults import N_EVAL_USERS  # noqa: E402
+from defaults import CHECK_EVERY, N_EVAL_USERS, run_lightfm, run_warprec  # noqa: E402
 
-EVERY = 5
-
-
-def curve_warprec(ds, scorer, params, seed, epochs, threads):
-    from warprec import WARPFactorizer
-
-    curve = []
-
-    def callback(model, info):
-        if (info["epoch"] + 1) % EVERY == 0:
-            curve.append(scorer(model.user_factors_, model.item_factors_,
-                                model.item_biases_)["ndcg@10"])
-
-    WARPFactorizer(**{"n_threads": threads, "random_state": seed, "epochs": epochs,
-                      **params}).fit(ds.train, callback=callback)
-    return curve
+EVERY = CHECK_EVERY
 
 
-def curve_lightfm(ds, scorer, lr, max_sampled, seed, epochs, threads):
-    from lightfm import LightFM
-
-    model = LightFM(no_components=64, loss="warp", learning_rate=lr, max_sampled=max_sampled,
-                    random_state=seed)
-    interactions = ds.train.tocoo()
-    curve = []
-    for epoch in range(1, epochs + 1):
-        model.fit_partial(interactions, epochs=1, num_threads=threads)
-        if epoch % EVERY == 0:
-            curve.append(scorer(model.user_embeddings, model.item_embeddings,
-                                model.item_biases)["ndcg@10"])
-    return curve
+def ndcg_curve(result):
+    """NDCG@10 every ``EVERY`` epochs of a run of ``defaults.run_warprec`` / ``run_lightfm``."""
+    return [point["ndcg@10"] for point in result["curve"]]
 
 
 def main(argv=None):
@@ -77,11 +53,13 @@ def main(argv=None):
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.lightfm:
         lr, ms = args.lightfm.split(",")
-        runs = {f"lightfm lr={lr} max_sampled={ms}": lambda seed: curve_lightfm(
-            ds, scorer, float(lr), int(ms), seed, args.epochs, args.threads)}
+        params = dict(learning_rate=float(lr), max_sampled=int(ms), alpha=0.0)
+        runs = {f"lightfm lr={lr} max_sampled={ms}": lambda seed: ndcg_curve(run_lightfm(
+            ds, scorer, params, seed=seed, max_epochs=args.epochs, n_threads=args.threads))}
     else:
-        runs = {json.dumps(p): (lambda seed, p=p: curve_warprec(
-            ds, scorer, p, seed, args.epochs, args.threads)) for p in json.loads(args.configs)}
+        runs = {json.dumps(p): (lambda seed, p=p: ndcg_curve(run_warprec(
+            ds, scorer, p, seed=seed, max_epochs=args.epochs, n_threads=args.threads)))
+            for p in json.loads(args.configs)}
     for name, run in runs.items():
         mean = np.mean([run(seed) for seed in seeds], axis=0)
         peak = int(np.argmax(mean))

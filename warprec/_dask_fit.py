@@ -295,18 +295,26 @@ def _local(interactions):
     return interactions
 
 
+def local_cluster(n_workers):
+    """A Dask ``LocalCluster`` of ``n_workers`` worker processes with one thread each (the
+    shape distributed training is measured on: one kernel thread per shard)."""
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                        dashboard_address=None)
+
+
 def _default_client():
     """The current Dask client, or a new local cluster (returned to be closed)."""
     import os
 
-    from distributed import Client, LocalCluster, get_client
+    from distributed import Client, get_client
 
     try:
         return get_client(), None
     except ValueError:
         pass
-    cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+    cluster = local_cluster(os.cpu_count() or 1)
     log.info("warprec.dask.fit: started a local cluster of %d workers",
              len(cluster.workers))
     return Client(cluster), cluster

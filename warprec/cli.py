@@ -232,16 +232,16 @@ def _dask_client(args):
     """A client of the cluster ``--dask-scheduler`` names, or of a local cluster of
     ``--workers`` single-threaded worker processes (closed afterwards)."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from ._dask_fit import local_cluster
     except ImportError:
         raise CLIError("running on Dask needs it installed: pip install 'warprec[dask]'."
                        ) from None
     with contextlib.ExitStack() as stack:
         target = args.dask_scheduler
         if args.workers:
-            target = stack.enter_context(LocalCluster(
-                n_workers=args.workers, threads_per_worker=1, processes=True,
-                dashboard_address=None))
+            target = stack.enter_context(local_cluster(args.workers))
         yield stack.enter_context(Client(target))
 
 
@@ -251,9 +251,9 @@ def _fit_on_dask(model, train, args, out):
         raise CLIError("--early-stopping and side features are not available with "
                        "distributed training; drop them, or fit on one machine.")
     tic = time.perf_counter()
-    with _dask_client(args) as client:
-        from ._dask_fit import fit
+    from ._dask_fit import fit
 
+    with _dask_client(args) as client:
         params = {k: v for k, v in model.get_params().items() if k != "verbose"}
         model = fit(train, client, **params)
     h = model.history_

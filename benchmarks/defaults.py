@@ -75,10 +75,10 @@ def run_warprec(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_
     from warprec import WARPFactorizer
 
     params = dict(params)
+    params.setdefault("n_components", N_COMPONENTS)
     if max_epochs is not None:
         params.setdefault("epochs", max_epochs)
-    model = WARPFactorizer(n_components=N_COMPONENTS, n_threads=n_threads, random_state=seed,
-                           **params)
+    model = WARPFactorizer(n_threads=n_threads, random_state=seed, **params)
     curve, clock = [], dict(eval=0.0)
     tic = time.perf_counter()
 

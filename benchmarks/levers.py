@@ -31,9 +31,10 @@ from defaults import CHECK_EVERY, N_EVAL_USERS, run_lightfm, run_warprec  # noqa
 EVERY = CHECK_EVERY
 
 
-def ndcg_curve(result):
-    """NDCG@10 every ``EVERY`` epochs of a run of ``defaults.run_warprec`` / ``run_lightfm``."""
-    return [point["ndcg@10"] for point in result["curve"]]
+def metric_curve(result, metric="ndcg@10"):
+    """``metric`` every ``EVERY`` epochs of a run of ``defaults.run_warprec`` /
+    ``run_lightfm`` (and seconds of training at each point)."""
+    return [point[metric] for point in result["curve"]], [p["seconds"] for p in result["curve"]]
 
 
 def main(argv=None):
@@ -45,6 +46,7 @@ def main(argv=None):
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--lightfm", metavar="LR,MAX_SAMPLED")
+    parser.add_argument("--metric", default="ndcg@10", choices=("ndcg@10", "recall@20"))
     args = parser.parse_args(argv)
     ds = _family.load(args.data, n_eval_users=N_EVAL_USERS.get(args.data, 0))
     if ds is None:
@@ -54,17 +56,21 @@ def main(argv=None):
     if args.lightfm:
         lr, ms = args.lightfm.split(",")
         params = dict(learning_rate=float(lr), max_sampled=int(ms), alpha=0.0)
-        runs = {f"lightfm lr={lr} max_sampled={ms}": lambda seed: ndcg_curve(run_lightfm(
-            ds, scorer, params, seed=seed, max_epochs=args.epochs, n_threads=args.threads))}
+        runs = {f"lightfm lr={lr} max_sampled={ms}": lambda seed: metric_curve(run_lightfm(
+            ds, scorer, params, seed=seed, max_epochs=args.epochs, n_threads=args.threads),
+            args.metric)}
     else:
-        runs = {json.dumps(p): (lambda seed, p=p: ndcg_curve(run_warprec(
-            ds, scorer, p, seed=seed, max_epochs=args.epochs, n_threads=args.threads)))
+        runs = {json.dumps(p): (lambda seed, p=p: metric_curve(run_warprec(
+            ds, scorer, p, seed=seed, max_epochs=args.epochs, n_threads=args.threads),
+            args.metric))
             for p in json.loads(args.configs)}
     for name, run in runs.items():
-        mean = np.mean([run(seed) for seed in seeds], axis=0)
+        curves, seconds = zip(*(run(seed) for seed in seeds))
+        mean = np.mean(curves, axis=0)
         peak = int(np.argmax(mean))
-        print(f"{args.data} {name}: peak {mean[peak]:.4f} at {EVERY * (peak + 1)}, "
-              f"last {mean[-1]:.4f} | " + " ".join(f"{x:.4f}" for x in mean), flush=True)
+        print(f"{args.data} {name} {args.metric}: peak {mean[peak]:.4f} at "
+              f"{EVERY * (peak + 1)}, last {mean[-1]:.4f}, {np.mean(seconds, axis=0)[-1]:.0f} s"
+              " | " + " ".join(f"{x:.4f}" for x in mean), flush=True)
 
 
 if __name__ == "__main__":

@@ -236,7 +236,7 @@ BAD = {
     "recommend users csv without user_id": (["recommend", "{model}", "--users-file",
                                              "{dir}/nocols.csv"], "without a user_id column"),
     "recommend unknown output extension": (["recommend", "{model}", "1", "-o",
-                                            "{dir}/recs.parquet"], "cannot tell the format"),
+                                            "{dir}/recs.xlsx"], "cannot tell the format"),
     "recommend bad format": (["recommend", "{model}", "1", "--format", "xml"],
                              "invalid choice"),
     "evaluate k zero": (["evaluate", "{ratings}", "-k", "0"], "-k must be a positive integer"),

@@ -5,6 +5,8 @@ process (fast to start); each shard's epoch depends only on the item state sent 
 its own rows, so the result does not depend on how the workers' kernels interleave.
 """
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -183,3 +185,192 @@ def test_cli_fit_on_local_workers(tmp_path, data):
         proc = warprec("fit", ratings, "-o", tmp_path / "bad.npz", *bad)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------- warprec evaluate on Dask
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory, data):
+    """The train / test rows as CSV files (column names as a user would have them) and a
+    small model fitted on one machine, saved."""
+    folder = tmp_path_factory.mktemp("cli_dask")
+    train, test = data
+    files = dict(dir=folder, ratings=folder / "ratings.csv", test=folder / "test.csv",
+                 model=folder / "model.npz")
+    for frame, name in ((train, "ratings"), (test, "test")):
+        frame.rename(columns={"user_id": "user", "item_id": "item"}).to_csv(files[name],
+                                                                            index=False)
+    WARPFactorizer(n_components=8, epochs=2, random_state=0, verbose=False).fit(
+        train).save(files["model"])
+    return files
+
+
+def _main(capsys, *args):
+    """``warprec ARGS`` in this process: (exit code, stdout, stderr)."""
+    from warprec.cli import main
+
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def on_test_cluster(client, monkeypatch):
+    """The CLI's ``--workers`` / ``--dask-scheduler`` run on this module's in-process
+    cluster instead of starting one (fast)."""
+    import contextlib
+
+    from warprec import cli
+
+    monkeypatch.setattr(cli, "_dask_client", lambda args: contextlib.nullcontext(client))
+
+
+def test_cli_evaluate_on_local_workers_equals_one_machine(cli_files, capsys):
+    """`warprec evaluate --model M --workers 2` (a real local cluster of two worker
+    processes) prints the JSON of the single-machine evaluation, to the last digit, and
+    nothing from Dask on stderr."""
+    import subprocess
+    import sys
+
+    f = cli_files
+    args = ["evaluate", f["ratings"], "--test", f["test"], "--model", f["model"], "--json"]
+    code, here, _ = _main(capsys, *args)
+    assert code == 0
+    proc = subprocess.run([sys.executable, "-m", "warprec", *map(str, args), "--workers", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == here
+    assert set(json.loads(here)) == {"warprec", "popularity"}
+    assert "distributed" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_cli_evaluate_on_dask_text_and_fit(cli_files, capsys, on_test_cluster):
+    """On Dask: with --model, the table is the single machine's, byte for byte; without,
+    the model is trained on the cluster and the popularity row is still the single
+    machine's (it does not depend on the fit)."""
+    f = cli_files
+    common = ["evaluate", f["ratings"], "--test", f["test"], "-k", 5, "--metrics",
+              "ndcg,auc,precision"]
+    code, here, _ = _main(capsys, *common, "--model", f["model"])
+    assert code == 0
+    code, there, _ = _main(capsys, *common, "--model", f["model"], "--dask-scheduler",
+                           "tcp://unused:8786")
+    assert code == 0 and there == here
+    assert "popularity" in here and "auc" in here
+    code, out, err = _main(capsys, *common, "--workers", 2, "--epochs", 2, "--factors", 8,
+                           "--quiet", "--json")
+    assert code == 0, err
+    fitted, result = out.split("\n", 1)
+    assert "epochs on 2 Dask workers" in fitted
+    result = json.loads(result)
+    single = json.loads(_main(capsys, *common, "--model", f["model"], "--json")[1])
+    assert result["popularity"] == single["popularity"]
+    assert result["warprec"].keys() == single["warprec"].keys()
+    assert result["warprec"]["n_users"] == single["warprec"]["n_users"]
+    assert 0.0 < result["warprec"]["ndcg@5"] <= 1.0
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--workers", 0], "positive integer"),
+    (["--workers", 2, "--dask-scheduler", "tcp://x:1"], "not both"),
+    (["--workers", 2, "--early-stopping"], "not available with distributed training"),
+])
+def test_cli_evaluate_on_dask_bad_options(cli_files, capsys, monkeypatch, bad, message):
+    """Bad cluster options end with one line and exit code 2, before a cluster starts."""
+    from warprec import cli
+
+    def no_cluster(args):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(cli, "_dask_client", no_cluster)
+    code, _, err = _main(capsys, "evaluate", cli_files["ratings"], *bad)
+    assert code == 2 and message in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------- Parquet in and out
+def test_cli_reads_and_writes_parquet(cli_files, data, capsys, on_test_cluster):
+    """Ratings and test files (and users files) may be Parquet, a file or a folder written
+    by Dask; `warprec recommend -o FILE.parquet` writes the rows its CSV output has, on one
+    machine or on Dask."""
+    pytest.importorskip("pyarrow")
+    import dask.dataframe as dd
+
+    f, folder = cli_files, cli_files["dir"]
+    train, test = data
+    train.to_parquet(folder / "ratings.parquet")
+    dd.from_pandas(test, npartitions=2).to_parquet(folder / "test_parts")  # a folder
+    args = ["evaluate", "--model", f["model"], "--json"]
+    code, expected, _ = _main(capsys, *args, f["ratings"], "--test", f["test"])
+    assert code == 0
+    code, got, err = _main(capsys, *args, folder / "ratings.parquet", "--test",
+                           folder / "test_parts")
+    assert code == 0, err
+    assert got == expected
+
+    users = [str(u) for u in sorted(train["user_id"].unique())[:5]]
+    pd.DataFrame({"user_id": [int(u) for u in users]}).to_parquet(folder / "users.parquet")
+    assert _main(capsys, "recommend", f["model"], *users, "-k", 3, "-o",
+                 folder / "recs.csv")[0] == 0
+    code, out, err = _main(capsys, "recommend", f["model"], *users, "-k", 3, "-o",
+                           folder / "recs.parquet")
+    assert code == 0 and "(parquet)" in out, err
+    code, _, err = _main(capsys, "recommend", f["model"], "--users-file",
+                         folder / "users.parquet", "-k", 3, "-o", folder / "dask.pq",
+                         "--workers", 2)
+    assert code == 0, err
+    written = pd.read_parquet(folder / "recs.parquet")
+    assert list(written.columns) == ["user_id", "item_id", "score", "rank"]
+    pd.testing.assert_frame_equal(pd.read_parquet(folder / "dask.pq"), written)
+    as_csv = pd.read_csv(folder / "recs.csv")
+    pd.testing.assert_frame_equal(written.drop(columns="score"),
+                                  as_csv.drop(columns="score"), check_dtype=False)
+    np.testing.assert_allclose(written["score"], as_csv["score"], rtol=1e-6)
+
+    code, _, err = _main(capsys, "recommend", f["model"], *users, "--format", "parquet")
+    assert code == 2 and "-o FILE.parquet" in err
+
+
+def test_cli_parquet_without_pyarrow_says_what_to_install(cli_files, data, capsys,
+                                                          monkeypatch):
+    """Without pyarrow, Parquet in or out ends with one line naming what to install."""
+    pytest.importorskip("pyarrow")
+    import sys
+
+    f, folder = cli_files, cli_files["dir"]
+    path = folder / "no_engine.parquet"
+    data[0].to_parquet(path)
+    for engine in ("pyarrow", "fastparquet"):
+        monkeypatch.setitem(sys.modules, engine, None)   # `import pyarrow` fails
+    code, _, err = _main(capsys, "evaluate", path, "--model", f["model"])
+    assert code == 2 and "pip install 'warprec[dask]'" in err, err
+    user = str(data[0]["user_id"].iloc[0])
+    code, _, err = _main(capsys, "recommend", f["model"], user, "-o", folder / "none.parquet")
+    assert code == 2 and "pip install 'warprec[dask]'" in err, err
+    assert not (folder / "none.parquet").exists()
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_read_ratings_recognises_parquet(tmp_path):
+    """read_ratings reads Parquet by suffix, by its magic bytes (any name) or by
+    format="parquet", with the usual column detection; a damaged file or a folder without
+    Parquet files gets a clear error."""
+    pytest.importorskip("pyarrow")
+    from warprec.data import read_ratings
+
+    frame = pd.DataFrame({"userId": ["a", "b", "a"], "movieId": [3, 4, 5],
+                          "rating": [4.0, 5.0, 3.0]})
+    frame.to_parquet(tmp_path / "r.parquet")
+    frame.to_parquet(tmp_path / "ratings.dat")   # a misleading suffix
+    expected = pd.DataFrame({"user_id": ["a", "b", "a"], "item_id": [3, 4, 5],
+                             "rating": [4.0, 5.0, 3.0]})
+    for path, fmt in ((tmp_path / "r.parquet", "auto"), (tmp_path / "ratings.dat", "auto"),
+                      (tmp_path / "ratings.dat", "parquet")):
+        got = read_ratings(path, format=fmt)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+        assert got["item_id"].dtype == np.int64
+    (tmp_path / "bad.parquet").write_text("user,item\n1,2\n")
+    with pytest.raises(ValueError, match="could not be read as Parquet"):
+        read_ratings(tmp_path / "bad.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="is a directory"):
+        read_ratings(tmp_path / "empty")

@@ -233,7 +233,7 @@ def test_mixed_type_ids_raise():
 
 def test_unknown_format(tmp_path):
     with pytest.raises(ValueError, match="ml-100k"):
-        read_ratings(write(tmp_path, "a.csv", "user,item\n1,2\n"), format="parquet")
+        read_ratings(write(tmp_path, "a.csv", "user,item\n1,2\n"), format="xlsx")
 
 
 # --------------------------------------------------------------------------------------

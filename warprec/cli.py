@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import importlib.resources
 import json
+import logging
 import os
 import sys
 import time
@@ -98,7 +99,8 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fit", help="fit a model on a ratings file and save it")
-    p.add_argument("ratings", help="ratings file (u.data, ratings.dat, ratings.csv, any CSV)")
+    p.add_argument("ratings", help="ratings file (u.data, ratings.dat, ratings.csv, any CSV, "
+                                   "Parquet)")
     p.add_argument("-o", "--output", required=True, help="where to write the model (.npz)")
     p.add_argument("--item-features", help="CSV of item features with a header and an item "
                                            "id column (e.g. MovieLens movies.csv: its "
@@ -120,6 +122,8 @@ def build_parser():
                         "hit_rate, auc, ndcg_graded (default: all but auc and ndcg_graded; "
                         "e.g. --metrics ndcg,auc: NDCG and the full AUC)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _dask_args(p, "fit (unless --model) and evaluate",
+               "one shard of users per worker (see docs/scaling.md)")
     _data_args(p)
     _model_args(p)
 
@@ -139,14 +143,14 @@ def build_parser():
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
     p.add_argument("model", help="model file written by `warprec fit`")
     p.add_argument("users", nargs="*", help="raw user ids")
-    p.add_argument("--users-file", help="more user ids: a CSV with a user_id column, or one "
-                                        "id per line")
+    p.add_argument("--users-file", help="more user ids: a CSV or Parquet file with a user_id "
+                                        "column, or one id per line")
     p.add_argument("-k", type=int, default=10, help="items per user (default 10)")
     p.add_argument("--titles", help="movies.csv / u.item to show titles")
     p.add_argument("--include-seen", action="store_true", help="do not exclude training items")
-    p.add_argument("--format", choices=("text", "csv", "json"),
-                   help="output format (default: from --output's extension, else text); csv "
-                        "and json give rows user_id, item_id, score, rank[, title]")
+    p.add_argument("--format", choices=("text", "csv", "json", "parquet"),
+                   help="output format (default: from --output's extension, else text); csv, "
+                        "json and parquet give rows user_id, item_id, score, rank[, title]")
     p.add_argument("-o", "--output", help="write the recommendations to this file")
     _dask_args(p, "recommend", "the users split into one partition per worker")
 
@@ -173,7 +177,10 @@ def _make_model(args):
 def _read_positives(path, args):
     from .data import positives, read_ratings
 
-    frame = read_ratings(path, sep=args.sep)
+    try:
+        frame = read_ratings(path, sep=args.sep)
+    except ImportError as exc:   # a Parquet file without pyarrow
+        raise CLIError(str(exc)) from None
     pos = positives(frame, min_rating=args.min_rating)
     if len(pos) == 0:
         raise CLIError(f"{path}: no rows left after --min-rating {args.min_rating}.")
@@ -241,19 +248,34 @@ def _dask_client(args):
     with contextlib.ExitStack() as stack:
         target = args.dask_scheduler
         if args.workers:
+            # the local scheduler runs in this process: keep its notes on every P2P
+            # shuffle (warprec.dask.evaluate shuffles the test rows by user, logged as
+            # warnings) off the command's stderr
+            shuffle_log = logging.getLogger("distributed.shuffle")
+            stack.callback(shuffle_log.setLevel, shuffle_log.level)
+            shuffle_log.setLevel(logging.ERROR)
             target = stack.enter_context(local_cluster(args.workers))
         yield stack.enter_context(Client(target))
 
 
-def _fit_on_dask(model, train, args, out):
-    """``warprec fit --dask-scheduler / --workers``: :func:`warprec.dask.fit`."""
-    if args.early_stopping or args.item_features or args.user_features:
+def _check_dask_fit(args):
+    """Fail before any work on the options distributed training does not have."""
+    if args.early_stopping or getattr(args, "item_features", None) or \
+            getattr(args, "user_features", None):
         raise CLIError("--early-stopping and side features are not available with "
                        "distributed training; drop them, or fit on one machine.")
+
+
+def _fit_on_dask(model, train, args, out, client=None):
+    """``warprec fit / evaluate --dask-scheduler / --workers``: :func:`warprec.dask.fit`,
+    through ``client`` if given (else a client of :func:`_dask_client`, closed after)."""
+    _check_dask_fit(args)
     tic = time.perf_counter()
     from ._dask_fit import fit
 
-    with _dask_client(args) as client:
+    with contextlib.ExitStack() as stack:
+        if client is None:
+            client = stack.enter_context(_dask_client(args))
         params = {k: v for k, v in model.get_params().items() if k != "verbose"}
         model = fit(train, client, **params)
     h = model.history_
@@ -286,17 +308,39 @@ def _metrics_table(rows, k):
     return "\n".join(lines) + "\n"
 
 
+def _evaluate(model, test, train, args, client):
+    """The metrics of ``model``: :func:`warprec.metrics.evaluate`, or with a Dask
+    ``client`` :func:`warprec.dask.evaluate` (the same numbers, to the last bit) on the
+    test and train rows split into one partition per worker."""
+    if client is None:
+        from .metrics import evaluate
+
+        return evaluate(model, test, train=train, k=args.k, metrics=args.metrics)
+    import dask.dataframe as dd
+
+    from .dask import evaluate
+
+    n_parts = max(1, len(client.scheduler_info()["workers"]))
+    return evaluate(model, dd.from_pandas(test, npartitions=n_parts, sort=False),
+                    train=dd.from_pandas(train, npartitions=n_parts, sort=False), k=args.k,
+                    metrics=args.metrics, client=client)
+
+
 def cmd_evaluate(args, out):
-    """``warprec evaluate``: fit (or load) a model, evaluate it and a popularity baseline."""
+    """``warprec evaluate``: fit (or load) a model, evaluate it and a popularity baseline;
+    with ``--dask-scheduler`` / ``--workers`` both on a Dask cluster (the fit unless
+    ``--model`` loads one)."""
     import numpy as np
 
     from .baselines import PopularityRecommender
     from .data import split_random
-    from .metrics import evaluate
     from .model import WARPFactorizer
 
     if args.k < 1:
         raise CLIError(f"-k must be a positive integer (got {args.k}).")
+    on_dask = _on_dask(args)
+    if on_dask and not args.model:
+        _check_dask_fit(args)
     data = _read_positives(args.ratings, args)
     if args.test:
         train, test = data, _read_positives(args.test, args)
@@ -310,16 +354,20 @@ def cmd_evaluate(args, out):
                            f"{args.test_fraction} a user needs at least "
                            f"{int(np.ceil(1 / args.test_fraction - 1e-9))} positives to have "
                            f"one held out. Pass --test FILE or a larger --test-fraction.")
-    if args.model:
-        model = WARPFactorizer.load(args.model)
-    else:
-        model = _fit(_make_model(args), train, out)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # users/items only in test: _report_unknown
-        rows = [("warprec", evaluate(model, test, train=train, k=args.k,
-                                     metrics=args.metrics)),
-                ("popularity", evaluate(PopularityRecommender().fit(train), test, train=train,
-                                        k=args.k, metrics=args.metrics))]
+    model = WARPFactorizer.load(args.model) if args.model else None
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(_dask_client(args)) if on_dask else None
+        if model is None and client is not None:
+            model = _fit_on_dask(_make_model(args), train, args, out, client)
+        elif model is None:
+            model = _fit(_make_model(args), train, out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # users/items only in test: _report_unknown
+            # the popularity baseline is a warprec factor model too (zero user factors,
+            # the item counts as biases), so warprec.dask.evaluate takes it as well
+            rows = [("warprec", _evaluate(model, test, train, args, client)),
+                    ("popularity", _evaluate(PopularityRecommender().fit(train), test, train,
+                                             args, client))]
     if rows[0][1]["n_users"] == 0:
         hint = "are the user ids of the test file the same as in the training file?"
         known = model.user_ids_
@@ -454,6 +502,11 @@ def cmd_recommend(args, out):
         raise CLIError("no users given: list user ids after the model file, or pass "
                        "--users-file.")
     fmt = args.format or _format_of(args.output)
+    if fmt == "parquet":
+        if args.output is None:
+            raise CLIError("Parquet output goes to a file: pass -o FILE.parquet.")
+        _check_output(args.output)
+        _need_parquet()
     if _on_dask(args):
         with _dask_client(args) as client:
             import dask.dataframe as dd
@@ -471,9 +524,11 @@ def cmd_recommend(args, out):
     if titles is not None:
         frame["title"] = [titles.get(item, "") for item in frame["item_id"]]
     with contextlib.ExitStack() as stack:
-        target = out if args.output is None else stack.enter_context(
+        target = out if args.output is None or fmt == "parquet" else stack.enter_context(
             open(args.output, "w", encoding="utf-8", newline=""))
-        if fmt == "csv":
+        if fmt == "parquet":
+            frame.to_parquet(args.output, index=False)
+        elif fmt == "csv":
             frame.to_csv(target, index=False)
         elif fmt == "json":
             json.dump([{key: _json_value(value) for key, value in row.items()}
@@ -500,17 +555,42 @@ def _format_of(path):
     suffix = os.path.splitext(path)[1].lower()
     if suffix in (".csv", ".json"):
         return suffix[1:]
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
     if suffix in ("", ".txt"):
         return "text"
-    raise CLIError(f"cannot tell the format of {path!r} from its extension: use .csv, .json or "
-                   f".txt, or pass --format.")
+    raise CLIError(f"cannot tell the format of {path!r} from its extension: use .csv, .json, "
+                   f".parquet or .txt, or pass --format.")
+
+
+def _need_parquet():
+    """Fail at once (before any work) when no Parquet engine is installed."""
+    for engine in ("pyarrow", "fastparquet"):
+        try:
+            __import__(engine)
+        except ImportError:
+            continue
+        return
+    raise CLIError("writing Parquet needs pyarrow, which warprec does not install by "
+                   "default: pip install 'warprec[dask]' (or pip install pyarrow).")
 
 
 def _read_user_ids(path):
-    """User ids (as strings) from a file: the user_id column of a CSV with a header, or
-    one id per line."""
+    """User ids (as strings) from a file: the user_id column of a CSV with a header or of
+    a Parquet file, or one id per line."""
     if path is None:
         return []
+    if os.path.splitext(path)[1].lower() in (".parquet", ".pq"):
+        from .data import _check_path, _read_parquet
+
+        try:
+            frame = _read_parquet(_check_path(path, allow_dir=True))
+        except ImportError as exc:
+            raise CLIError(str(exc)) from None
+        if "user_id" not in frame.columns:
+            raise CLIError(f"the users file {path!r} has no user_id column (columns: "
+                           f"{', '.join(map(str, frame.columns))}).")
+        return [str(user) for user in frame["user_id"].tolist()]
     try:
         with open(path, encoding="utf-8") as fh:
             lines = [line.strip() for line in fh if line.strip()]

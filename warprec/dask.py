@@ -19,6 +19,7 @@ Needs the optional dependencies: ``pip install 'warprec[dask]'``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import warnings
@@ -417,11 +418,26 @@ def _prepare_partition(part, users, items, train, chosen):
                 overlap=overlap, unknown_rows=int(unknown.sum()), unknown_users=unknown_users)
 
 
+def _exact_sum(values):
+    """Floats whose exact sum is the exact sum of ``values`` (a list of finite floats):
+    the exactly rounded sum, then the exactly rounded remainders until nothing is left
+    (usually one to three floats). Adding such lists of every partition with
+    :func:`math.fsum` gives the exactly rounded sum of all the values, whatever the
+    partitioning: what :func:`warprec.metrics.evaluate` divides by the number of users."""
+    parts = []
+    while True:   # ends: each remainder is below half an ulp of the previous one
+        rest = math.fsum(itertools.chain(values, [-p for p in parts]))
+        if rest == 0.0:
+            return parts
+        parts.append(rest)
+
+
 def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
-    """Per metric, the sum of the per-user values of one partition's users and the number
-    of users where the metric is defined (AUC is not for every user)."""
+    """Per metric, the exact sum of the per-user values of one partition's users (as
+    :func:`_exact_sum` floats) and the number of users where the metric is defined (AUC
+    is not for every user)."""
     evaluated = prepared["evaluated"]
-    sums, defined = dict.fromkeys(chosen, 0.0), dict.fromkeys(chosen, 0)
+    sums, defined = {name: [] for name in chosen}, dict.fromkeys(chosen, 0)
     if evaluated.size:
         # evaluate_factors' checks and kernel, on this partition's users only
         user_factors = users.factors[evaluated]
@@ -439,18 +455,19 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
         for name in chosen:
             column = values[:, _KERNEL_COLUMN[name]]
             column = column[~np.isnan(column)]
-            sums[name], defined[name] = math.fsum(column.tolist()), int(column.size)
+            sums[name], defined[name] = _exact_sum(column.tolist()), int(column.size)
     return dict(sums=sums, defined=defined, n_users=int(evaluated.size),
                 overlap=prepared["overlap"], unknown_rows=prepared["unknown_rows"],
                 unknown_users=prepared["unknown_users"])
 
 
 def _combine(parts, train):
-    """The partial sums of every partition, added up (exact sums: :func:`math.fsum`)."""
+    """The partial sums of every partition, added up: per metric, the exactly rounded sum
+    (:func:`math.fsum`) of all the per-user values."""
     names = list(parts[0]["sums"]) if parts else []
     ids = [p["unknown_users"] for p in parts if len(p["unknown_users"])]
     return dict(
-        sums={n: math.fsum(p["sums"][n] for p in parts) for n in names},
+        sums={n: math.fsum(x for p in parts for x in p["sums"][n]) for n in names},
         defined={n: sum(p["defined"][n] for p in parts) for n in names},
         n_users=sum(p["n_users"] for p in parts),
         overlap=sum(p["overlap"] for p in parts),
@@ -477,7 +494,7 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     """Ranking metrics of a fitted model on partitioned test data, computed on Dask.
 
     The same numbers as ``warprec.metrics.evaluate(model, test, train=train, k=k,
-    metrics=metrics)`` on the same rows, from partitioned data.
+    metrics=metrics)`` on the same rows (to the last bit), from partitioned data.
 
     Parameters
     ----------
@@ -519,12 +536,12 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     The test rows are shuffled by ``user_id`` (keeping the number of partitions) so that
     each user's rows are in one partition. Each partition computes the per-user values
     of its users with warprec's evaluation kernel, exactly as the single-machine
-    evaluation does, and returns, per metric, the sum of the values and the number of
-    users where the metric is defined (AUC is undefined for some users). The means are
-    the sums of all partitions (added with :func:`math.fsum`) divided by the summed user
-    counts: the mean over the same users as :func:`warprec.metrics.evaluate`, equal to it
-    up to float rounding (relative differences around 1e-16; the order of the additions
-    differs). As in :func:`recommend`, the users of a partition are scored on the path
+    evaluation does, and returns, per metric, the exact sum of the values (as a few
+    floats) and the number of users where the metric is defined (AUC is undefined for
+    some users). The means are the exactly rounded sums of all partitions
+    (:func:`math.fsum`) divided by the summed user counts, which is how
+    :func:`warprec.metrics.evaluate` takes its means: the same numbers, whatever the
+    partitioning. As in :func:`recommend`, the users of a partition are scored on the path
     (Numba kernel or BLAS) of the single-machine evaluation of all the test users. The
     train matrix (items to exclude) is built once from every partition of
     ``train`` and shared. Warnings (test or train rows of unknown users, test rows that

@@ -102,7 +102,10 @@ _FORMATS = {
     "ml-latest": "csv",
     "ml-latest-small": "csv",
     "csv": "csv",
+    "parquet": "parquet",
 }
+#: File (or dataset folder) suffixes read as Parquet.
+_PARQUET_SUFFIXES = (".parquet", ".pq")
 _SNIFF_BYTES = 1 << 16
 _MAX_SHOWN = 5
 
@@ -183,14 +186,14 @@ def _read_bytes(path: Path, size: int = -1) -> bytes:
         raise _read_compressed_error(path, exc) from None
 
 
-def _check_path(path: str | os.PathLike) -> Path:
+def _check_path(path: str | os.PathLike, allow_dir: bool = False) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"Expected a file path (str or os.PathLike), got "
                         f"{type(path).__name__}: {path!r:.80}.")
     p = Path(path).expanduser()
     if not p.exists():
         raise FileNotFoundError(f"No such file: '{p}' (resolved to '{p.resolve()}')")
-    if p.is_dir():
+    if p.is_dir() and not allow_dir:
         known = [c for c in ("u.data", "ratings.dat", "ratings.csv", "movies.csv",
                              "u.item", "movies.dat") if (p / c).exists()]
         hint = f"; it contains {_show(known)}" if known else ""
@@ -285,7 +288,11 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
     * ML-1M / ML-10M ``ratings.dat``: ``::``-separated, no header;
     * ML-20M / 25M / 32M / latest ``ratings.csv``: header ``userId,movieId,rating,timestamp``;
     * any other CSV/TSV (``,``, tab, ``;``, ``|`` or whitespace separated, optionally
-      ``.gz``/``.bz2``/``.xz``/single-file ``.zip`` compressed).
+      ``.gz``/``.bz2``/``.xz``/single-file ``.zip`` compressed);
+    * Parquet: a ``.parquet`` / ``.pq`` file, any file that starts with Parquet's magic
+      bytes, or a folder of ``.parquet`` files (what ``dask.dataframe.to_parquet``
+      writes). Needs pyarrow: ``pip install 'warprec[dask]'`` (or ``pip install
+      pyarrow``).
 
     Columns are found by name, case-insensitively and ignoring ``_``/``-``/spaces:
     user from ``user_id, userId, user, uid``; item from ``item_id, movieId, movie_id,
@@ -296,13 +303,15 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
     Parameters
     ----------
     path : str, os.PathLike or pandas.DataFrame
-        The file to read. A DataFrame is passed to :func:`standardize_frame`.
+        The file (or Parquet folder) to read. A DataFrame is passed to
+        :func:`standardize_frame`.
     format : str, default "auto"
         ``"auto"`` sniffs the layout. Explicit choices: ``"ml-100k"`` (tab, no header),
         ``"ml-1m"``/``"ml-10m"`` (``::``, no header), ``"ml-20m"``/``"ml-25m"``/
-        ``"ml-latest"``/``"csv"`` (delimited with a header line).
+        ``"ml-latest"``/``"csv"`` (delimited with a header line), ``"parquet"``.
     sep : str, optional
-        Field separator, overriding detection (``"::"`` is supported and fast).
+        Field separator, overriding detection (``"::"`` is supported and fast). Not used
+        for Parquet, nor is ``encoding``.
     user_col, item_col : str or int, optional
         Name (or 0-based position) of the user / item column when automatic detection
         does not apply.
@@ -323,10 +332,12 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
     ------
     FileNotFoundError
         The path does not exist.
+    ImportError
+        A Parquet file, without pyarrow (or fastparquet) installed.
     ValueError
         Empty, binary or undecodable file (the message suggests ``encoding=``), lines
         with too many fields, missing ids or ratings (truncated lines), non-numeric
-        ratings.
+        ratings, a damaged Parquet file.
     KeyError
         The user/item columns cannot be identified; the message lists the columns found
         and the ``*_col`` arguments to use.
@@ -340,7 +351,10 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
     if format not in _FORMATS:
         raise ValueError(f"Unknown format {format!r}; choose one of {sorted(_FORMATS)}.")
     kind = _FORMATS[format]
-    p = _check_path(path)
+    p = _check_path(path, allow_dir=True)
+    if _is_parquet(p, kind):
+        return _standardize(_read_parquet(p), cols, source=f"'{p}'", header=None)
+    p = _check_path(path)  # a folder that holds no Parquet files: the usual error
     lines = _sniff_lines(p, encoding)
     enc = encoding or "utf-8"
 
@@ -375,6 +389,48 @@ def read_ratings(path, *, format: str = "auto", sep: str | None = None,
             raise
         raise _read_compressed_error(p, exc) from None
     return _standardize(frame, cols, source=f"'{p}'", header=header)
+
+
+def _is_parquet(p: Path, kind: str) -> bool:
+    """Whether to read ``p`` as Parquet: asked for, named ``*.parquet`` / ``*.pq``, a
+    folder holding such files (a Parquet dataset), or a file starting with ``PAR1``."""
+    if kind == "parquet" or p.suffix.lower() in _PARQUET_SUFFIXES:
+        return True
+    if kind != "auto":
+        return False
+    if p.is_dir():
+        return any(child.suffix.lower() in _PARQUET_SUFFIXES for child in p.iterdir())
+    if p.suffix.lower() in _COMPRESSED:
+        return False
+    with open(p, "rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
+def _read_parquet(p: Path) -> pd.DataFrame:
+    """A Parquet file or folder as a DataFrame (dictionary-encoded columns decoded)."""
+    try:
+        frame = pd.read_parquet(p)
+    except ImportError:
+        raise ImportError(
+            f"reading the Parquet file '{p}' needs pyarrow, which warprec does not install "
+            f"by default: pip install 'warprec[dask]' (or pip install pyarrow).") from None
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError | PermissionError):
+            raise
+        if p.is_dir():
+            raise ValueError(f"the folder '{p}' could not be read as one Parquet data set "
+                             f"({str(exc).strip()}). Keep only the Parquet files of one "
+                             f"table in it, or pass one file.") from None
+        raise ValueError(f"'{p}' could not be read as Parquet ({str(exc).strip()}); the "
+                         f"file is damaged or not Parquet. Re-create it, or give a text "
+                         f"file another suffix than .parquet.") from None
+    for column in frame.columns:
+        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+            try:
+                frame[column] = frame[column].astype(frame[column].cat.categories.dtype)
+            except (TypeError, ValueError):   # missing values: reported as such later
+                frame[column] = frame[column].astype(object)
+    return frame
 
 
 def _read_delimited(p: Path, sep: str, header: bool, enc: str) -> pd.DataFrame:

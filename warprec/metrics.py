@@ -927,9 +927,17 @@ def _summarise(values, users, chosen, k, per_user, user_ids=None):
     result = {}
     for key, column in columns.items():
         defined = column[~np.isnan(column)]
-        result[key] = float(defined.mean()) if defined.size else float("nan")
+        result[key] = _mean(defined) if defined.size else float("nan")
     result["n_users"] = int(users.shape[0])
     return result
+
+
+def _mean(values):
+    """The mean of float64 ``values``: their exactly rounded sum (:func:`math.fsum`) over
+    their number. It does not depend on the order of the values or on how they are
+    grouped, so :func:`warprec.dask.evaluate`, which adds up the exact partial sums of
+    its partitions, gives the same number to the last bit."""
+    return math.fsum(values.tolist()) / values.size
 
 
 def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, k=10, *,

@@ -58,7 +58,8 @@ def draw_negative(key, counter, row_items, n_items):
 
 
 def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_sampled,
-               adagrad, seed, epoch, loss="warp", max_norm=0.0, freeze_items=False):
+               adagrad, seed, epoch, loss="warp", max_norm=0.0, freeze_items=False,
+               max_violators=1):
     """One epoch of the WARP (or BPR) update rule, one positive at a time, in place.
 
     Mirrors ``warprec._kernels.train.train_epoch`` with one thread and uniform negatives:
@@ -68,6 +69,11 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
     taken w.r.t. U[u], V[i], V[j], b[i], b[j]; the touched factor rows (not the biases)
     also decay by ``(1 - lr * alpha)``; Adagrad divides by the root of the accumulated
     squared gradient. With ``freeze_items`` only U[u] (and GU[u]) change.
+
+    With ``max_violators`` c > 1 the draws go on after the first violator until c are
+    found or ``max_sampled`` draws pass (N: the draw of the c-th, else ``max_sampled``);
+    with n > 1 found the rank is ``max(1, n * (Y-1) // N)`` and one step descends
+    ``L(rank) / n * sum_j (f(u, j) - f(u, i))`` (:func:`_list_step`).
     """
     n_items = V.shape[0]
     f32 = np.float32
@@ -87,15 +93,26 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
             x = float(f_i - f32(U[u] @ V[j] + b[j]))
             g = f32(w * f32(1.0 / (1.0 + np.exp(x))))
         else:
-            g = None
+            found = []
             for trial in range(1, max_sampled + 1):
                 j = draw_negative(key, trial - 1, row, n_items)
                 if f32(U[u] @ V[j] + b[j]) + 1.0 > f_i:
-                    rank = max((Y - 1) // trial, 1)
-                    g = f32(w * table[min(rank, Y)])
-                    break
-            if g is None or g == 0:
+                    found.append(j)
+                    if len(found) == max_violators:
+                        break
+            if not found:
                 continue
+            rank = max(len(found) * (Y - 1) // trial, 1)
+            lw = table[min(rank, Y)]
+            if lw == 0:
+                continue
+            if len(found) > 1:
+                _list_step(U, V, b, GU, GV, Gb, u, [i] + found,
+                           [-lw] + [lw / len(found)] * len(found), w, lr=lr, alpha=alpha,
+                           adagrad=adagrad, max_norm=max_norm, freeze_items=freeze_items)
+                continue
+            j = found[0]
+            g = f32(w * lw)
         grads = {("U", u): g * (V[j] - V[i]), ("V", i): -g * U[u], ("V", j): g * U[u]}
         if freeze_items:
             grads = {("U", u): grads[("U", u)]}
@@ -122,6 +139,37 @@ def warp_epoch(U, V, b, GU, GV, Gb, X, weights, order, table, *, lr, alpha, max_
                 b[item] = b[item] - f32(lr) * gb / np.sqrt(Gb[item])
             else:
                 b[item] = b[item] - f32(lr) * gb
+
+
+def _list_step(U, V, b, GU, GV, Gb, u, items, grads, w, *, lr, alpha, adagrad, max_norm,
+               freeze_items):
+    """One step on ``w * sum_t grads[t] * f(u, items[t])``: the item rows (and biases) in
+    list order, each from the user row before the step, then the user row; every factor
+    row touched decays by ``1 - lr * alpha`` once per appearance in the list."""
+    f32 = np.float32
+    decay = f32(1.0 - f32(lr) * f32(alpha))
+
+    def step(param, acc, r, grad):
+        if adagrad:
+            acc[r] = acc[r] + grad * grad
+            value = decay * param[r] - f32(lr) * grad / np.sqrt(acc[r])
+        else:
+            value = decay * param[r] - f32(lr) * grad
+        if max_norm > 0 and np.linalg.norm(value) > max_norm:
+            value = value * f32(max_norm / np.linalg.norm(value))
+        param[r] = value
+
+    user_grad = sum(f32(w * g) * V[r] for r, g in zip(items, grads))
+    if not freeze_items:
+        for r, g in zip(items, grads):
+            g = f32(w * g)
+            step(V, GV, r, g * U[u])
+            if adagrad:
+                Gb[r] += g * g
+                b[r] = b[r] - f32(lr) * g / np.sqrt(Gb[r])
+            else:
+                b[r] = b[r] - f32(lr) * g
+    step(U, GU, u, user_grad)
 
 
 def fisher_yates(slots, key):

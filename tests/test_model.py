@@ -193,6 +193,10 @@ def test_bad_fit_input(X, match):
     (dict(sample_order="random"), "sample_order must be one of"),
     (dict(sample_order=None), "sample_order must be one of"),
     (dict(loss="warp", negative_sampling="popularity"), "only available with loss='bpr'"),
+    (dict(max_violators=0), "max_violators"),
+    (dict(max_violators=4, loss="bpr"), "max_violators > 1 applies to the WARP losses"),
+    (dict(max_violators=4, rank_estimator="exact"), "rank_estimator='sampled'"),
+    (dict(max_violators=40, max_sampled=30), r"cannot exceed max_sampled \(30\)"),
 ])
 def test_bad_parameters(small, params, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -258,6 +262,8 @@ def test_model_pickles(fitted):
     dict(learning_schedule="sgd", learning_rate=0.01, max_norm=2.0),
     dict(sample_order="users"),
     dict(sample_order="users", loss="ordinal", n=3),
+    dict(max_violators=5),
+    dict(max_violators=5, loss="warp-kos", sample_order="users"),
 ])
 def test_every_loss_option_learns(small, params):
     train, test = small
@@ -292,6 +298,31 @@ def test_sample_order_auto_depends_on_parameter_size(small, monkeypatch):
     assert big.sample_order_ == "users"
     same = WARPFactorizer(n_components=8, epochs=1, n_threads=1, sample_order="users")
     np.testing.assert_array_equal(same.fit(train).user_factors_, big.user_factors_)
+
+
+def test_several_violators_reproducible_and_distinct(small):
+    """``max_violators``: bit-reproducible with one thread, 1 is the classic single-violator
+    step, and more change the model; fold-in (items frozen) takes the same step."""
+    train = small[0]
+
+    def fit(**params):
+        return WARPFactorizer(n_components=8, epochs=3, n_threads=1, **params).fit(train)
+
+    a, b = fit(max_violators=6), fit(max_violators=6)
+    assert a.user_factors_.tobytes() == b.user_factors_.tobytes()
+    assert a.item_factors_.tobytes() == b.item_factors_.tobytes()
+    assert fit(max_violators=1).item_factors_.tobytes() == fit().item_factors_.tobytes()
+    assert fit().item_factors_.tobytes() != a.item_factors_.tobytes()
+    rows = a.fold_in(train[:5])
+    assert rows.shape == (5, 8) and np.isfinite(rows).all()
+    assert rows.tobytes() == b.fold_in(train[:5]).tobytes()
+    assert not np.array_equal(rows, b.set_params(max_violators=1).fold_in(train[:5]))
+
+
+def test_several_violators_need_the_plain_model(small):
+    features = sp.identity(small[0].shape[1], format="csr")
+    with pytest.raises(ValueError, match="not available with side features"):
+        WARPFactorizer(epochs=1, max_violators=3).fit(small[0], item_features=features)
 
 
 def test_exact_rank_estimator_rejects_bpr(small):

@@ -90,6 +90,52 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     assert stats[0, train.STAT_UPDATES] > 0
 
 
+@pytest.mark.parametrize("adagrad,alpha,max_norm,prefetch,freeze_items,n_threads", [
+    (True, 0.0, 0.0, False, False, 1),
+    (True, 0.02, 0.0, True, False, 1),
+    (False, 0.05, 0.8, False, False, 1),
+    (True, 0.02, 0.0, False, True, 1),
+    # the parallel variant compiles the violators' step separately (train.violators_step)
+    (True, 0.02, 0.0, False, False, 2),
+])
+def test_several_violators_match_reference(adagrad, alpha, max_norm, prefetch, freeze_items,
+                                           n_threads):
+    """``max_violators`` > 1: the draws go on after the first violator, the rank is
+    estimated from the violators' share of the draws, and one list step descends the
+    hinges of all of them with the rank weight shared (tests/naive.py)."""
+    X, U, V, b, gen = _problem(11, n_items=80, density=0.15, d=6)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    order = gen.permutation(X.nnz)
+    table = resolve_rank_weighting("harmonic", X.shape[1]).table
+    fast = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    slow = [a.copy() for a in fast]
+    ok, _ = run_epoch(fast, X, order, table, adagrad=adagrad, alpha=alpha,
+                         max_norm=max_norm, prefetch=prefetch, seed=77, epoch=2,
+                         sample_weight=weights, max_sampled=12, max_violators=4,
+                         freeze_items=freeze_items)
+    assert ok
+    naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=12,
+                     adagrad=adagrad, seed=77, epoch=2, max_norm=max_norm,
+                     freeze_items=freeze_items, max_violators=4)
+    for got, want in zip(fast, slow):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    # several violators were found for some positives: one violator each moves otherwise
+    single = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
+                                              np.ones_like(b)]
+    run_epoch(single, X, order, table, adagrad=adagrad, alpha=alpha, max_norm=max_norm,
+              seed=77, epoch=2, sample_weight=weights, max_sampled=12,
+              freeze_items=freeze_items)
+    assert not np.array_equal(single[0], fast[0])
+    if n_threads > 1:
+        # two slices racing on shared rows: only finite, moved parameters are promised
+        params = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V),
+                                                  np.ones_like(b)]
+        ok, _ = run_epoch(params, X, order, table, alpha=alpha, seed=77, epoch=2,
+                          max_sampled=12, max_violators=4, n_threads=2)
+        assert ok and all(np.isfinite(a).all() for a in params)
+        assert not np.array_equal(params[1], V)
+
+
 @pytest.mark.parametrize("loss_code,max_norm", [(train.LOSS_WARP, 0.0), (train.LOSS_BPR, 0.5)])
 def test_frozen_items_move_only_the_user_rows(loss_code, max_norm):
     """The fold-in mode: the user rows follow the reference's user updates, and the item

@@ -146,6 +146,17 @@ def test_custom_space_is_exhausted_and_divergence_is_survived(X):
     assert trials["max_epochs"].max() <= 40
 
 
+def test_space_extended_with_several_violators(X):
+    """``max_violators`` (an option, not in SEARCH_SPACE) is searchable by extending the
+    space, with the max_sampled choices that allow it."""
+    out = tune(X, time_budget=30, n_threads=1, max_epochs=10,
+               search_space={"max_violators": [1, 10], "max_sampled": [30]})
+    trials = out.trials
+    assert set(trials["max_violators"].dropna()) == {1, 10}
+    assert (trials["status"] != "diverged").all()
+    assert out.best_model.max_violators == out.best_params["max_violators"]
+
+
 def test_tiny_budget_fits_the_defaults_and_warns(X):
     with pytest.warns(WarprecWarning, match="too small for the default parameters' "
                                             "validated fit"):

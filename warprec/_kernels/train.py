@@ -45,7 +45,8 @@ from .losses import ordinal_loss_grad_unit
 from .negatives import draw_negative, filter_shift
 from .prefetch import prefetch, prefetch_row
 from .rng import draw_below, stream_key
-from .updates import _dot, bpr_terms, list_update, pair_update, rank_loss_weight, score
+from .updates import (_dot, bpr_terms, list_step, list_update, pair_update, rank_loss_weight,
+                      score)
 
 LOSS_WARP = 0
 LOSS_BPR = 1
@@ -88,6 +89,7 @@ class Settings(NamedTuple):
     max_norm: np.float32        # rows touched are rescaled to this norm at most (Mode.clip)
     max_sampled: int            # maximum negative draws per positive (WARP), or the
     #                             negatives of an ordinal list
+    max_violators: int          # WARP: violators collected per positive (<= max_sampled)
     kos_k: int                  # k-OS: with kos_n > 1 the positive is the kos_k-th best
     kos_n: int                  # of kos_n of the user's positives (ordinal: list length)
     rank_table: np.ndarray      # float64: L(r) for r = 0..n_items
@@ -318,18 +320,19 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
 
 @njit(inline="always", **JIT)
 def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, filt, shift, key,
-                   counter, candidates, drawn, prefetching):
-    """Draw negatives until one violates the margin, ``1 + f(u, j) > f(u, i)`` (float32).
+                   counter, candidates, drawn, prefetching, begin):
+    """Draw negatives after the first ``begin`` draws of the sample until one violates the
+    margin, ``1 + f(u, j) > f(u, i)`` (float32).
 
-    Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N``, or
-    ``(-1, 0, max_sampled)``. With ``prefetching`` the candidates are drawn
-    ``CANDIDATES_AHEAD`` draws early into ``candidates`` (the same draws: they do not
-    depend on scores) and their rows prefetched, so memory latency overlaps the scoring
-    of earlier ones; the first ``drawn`` of them are already there (see
-    :func:`draw_early`).
+    Returns ``(j, f(u, j), N)`` for the first violator found at draw ``N`` (counted from
+    the sample's first draw), or ``(-1, 0, max_sampled)``. With ``prefetching`` the
+    candidates are drawn ``CANDIDATES_AHEAD`` draws early into ``candidates`` (the same
+    draws: they do not depend on scores) and their rows prefetched, so memory latency
+    overlaps the scoring of earlier ones; the first ``drawn`` of them are already there
+    (see :func:`draw_early`).
     """
     n_items = V.shape[0]
-    for trial in range(1, max_sampled + 1):
+    for trial in range(begin + 1, max_sampled + 1):
         if prefetching:
             while drawn < min(trial + CANDIDATES_AHEAD, max_sampled):
                 c = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
@@ -349,6 +352,69 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
         if f_j + np.float32(1.0) > f_i:
             return j, f_j, trial
     return -1, np.float32(0.0), max_sampled
+
+
+@njit(inline="always", **JIT)
+def collect_violators(U, V, b, indices, start, end, u, f_i, max_sampled, max_violators, neg_cdf,
+                      filt, shift, key, counter, candidates, drawn, prefetching, found, f_found):
+    """Draw negatives until ``max_violators`` margin violators are found or ``max_sampled``
+    draws pass (:func:`first_violator`, resumed after each violator).
+
+    The violators go to ``found[1:]`` (``found[0]`` is left for the positive, see
+    :func:`violators_step`) and their scores to ``f_found``. Returns ``(c, N)``: how many
+    were found and after how many draws (``max_sampled`` when fewer than
+    ``max_violators`` were found).
+    """
+    c = 0
+    trial = 0
+    while c < max_violators and trial < max_sampled:
+        j, f_j, trial = first_violator(U, V, b, indices, start, end, u, f_i, max_sampled,
+                                       neg_cdf, filt, shift, key, counter, candidates,
+                                       max(drawn, trial), prefetching, trial)
+        if j < 0:
+            break
+        found[c + 1] = j
+        f_found[c] = f_j
+        c += 1
+    return c, trial
+
+
+@njit(**JIT_NO_NRT)
+def violators_step(U, V, b, GU, GV, Gb, u, i, f_i, w, lw, n_found, ints, reals, scratch, thread,
+                   lr, alpha, max_norm, adagrad, freeze_items):
+    """One step on the hinges of the ``n_found`` violators that :func:`collect_violators`
+    put in ``ints[thread, 1, 1:]`` (their scores in ``reals[thread, 1]``), the rank weight
+    ``lw`` shared among them: ``w * lw / c * sum_j (1 - f(u, i) + f(u, j))``, descended as
+    one list step (:func:`list_step`: the user row and the positive decay once, as in a
+    single-violator step). Returns ``(ok, weighted hinge loss)``.
+
+    Compiled on its own without reference counting (it takes the whole work arrays and
+    the thread's index, not row views): inlined into the parallel epoch kernel (Numba
+    0.68), the list step crashed there with a segmentation fault, while the serial
+    variant ran correctly."""
+    share = lw / n_found
+    items = ints[thread, 1]
+    grads = reals[thread, 0]
+    items[0] = i
+    grads[0] = -lw
+    loss = 0.0
+    for q in range(n_found):
+        loss += w * share * (1.0 + reals[thread, 1, q] - f_i)
+        grads[q + 1] = share
+    if lw <= 0:
+        return True, loss
+    return list_step(U, V, b, GU, GV, Gb, u, items, grads, n_found + 1, w, lr, alpha, adagrad,
+                     max_norm, scratch[thread], freeze_items), loss
+
+
+@njit(inline="always", **JIT)
+def sampled_rank(n_found, n_drawn, n_neg):
+    """The rank estimate from ``n_found`` margin violators among ``n_drawn`` uniform draws
+    from ``n_neg`` negatives: ``floor(n_found * (n_neg - 1) / n_drawn)``, at least 1 (a
+    violator exists). With one violator it is Weston, Bengio & Usunier's geometric
+    estimate ``floor((Y - 1) / N)``; with more, the violators' share of the draws
+    estimates the share of negatives that violate the margin."""
+    return max(n_found * (n_neg - 1) // n_drawn, 1)
 
 
 @njit(inline="always", **JIT)
@@ -534,6 +600,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
                         break
                     n_updates += 1
                     continue
+                j = -1
                 lw = 0.0
                 rank_loss = 0.0
                 f_j = np.float32(0.0)
@@ -543,15 +610,31 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
                         work.violators[thread], key, counter)
                     n_trials += n_neg
                 else:
-                    j, f_j, trial = first_violator(
-                        U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, filt, shift,
-                        key, counter, work.candidates[thread, s & 1], n_early[s & 1],
-                        prefetching)
+                    # up to max_violators violators, each after the draws of the one before
+                    n_found, trial = collect_violators(
+                        U, V, b, indices, start, end, u, f_i, max_sampled,
+                        settings.max_violators, neg_cdf, filt, shift, key, counter,
+                        work.candidates[thread, s & 1], n_early[s & 1], prefetching,
+                        work.ints[thread, 1], work.reals[thread, 1])
                     n_trials += trial
-                    if j >= 0:
-                        lw = rank_loss_weight(table, max((n_neg - 1) // trial, 1), n_neg,
+                    if n_found > 0:
+                        lw = rank_loss_weight(table, sampled_rank(n_found, trial, n_neg), n_neg,
                                               top_fraction, normalize)
                         rank_loss = lw
+                        if n_found == 1:
+                            j = work.ints[thread, 1, 1]  # (found[1:], see collect_violators)
+                            f_j = np.float32(work.reals[thread, 1, 0])
+                        else:
+                            ok, loss = violators_step(
+                                U, V, b, GU, GV, Gb, u, i, f_i, w, lw, n_found, work.ints,
+                                work.reals, work.scratch, thread, lr, alpha, max_norm, adagrad,
+                                freeze_items)
+                            loss_sum += loss
+                            rank_loss_sum += w * rank_loss
+                            n_updates += lw > 0
+                            if not ok:
+                                break
+                            continue
                 if j >= 0:
                     loss_sum += w * lw * (1.0 + f_j - f_i)
                     rank_loss_sum += w * rank_loss

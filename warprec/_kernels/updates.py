@@ -263,13 +263,23 @@ def user_update(U, V, GU, u, i, j, g, lr, alpha, max_norm, buf, adagrad):
 
 @njit(**JIT)
 def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad, max_norm,
-                buf):
+                buf, freeze_items=False):
     """One step on ``scale * sum_t grad[t] * f(u, items[t])`` for a list of items.
 
     Same rules as :func:`pair_update` (decoupled decay of the touched factor rows,
-    Adagrad, optional max-norm, nothing non-finite written). Returns ``False`` if a new
-    value would be non-finite; rows already written by then are finite.
+    Adagrad, optional max-norm, nothing non-finite written; with ``freeze_items`` only the
+    user row moves). Returns ``False`` if a new value would be non-finite; rows already
+    written by then are finite.
     """
+    return list_step(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad,
+                     max_norm, buf, freeze_items)
+
+
+@njit(inline="always", **JIT)
+def list_step(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad, max_norm, buf,
+              freeze_items):
+    """:func:`list_update` inlined into its caller: the form the training kernels (compiled
+    without reference counting) call with rows of their work arrays."""
     d = U.shape[1]
     decay = np.float32(1.0) - lr * alpha
     for f in range(d):
@@ -277,7 +287,7 @@ def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagra
         for t in range(m):
             acc += np.float32(scale * grad[t]) * V[items[t], f]
         buf[0, f] = acc  # gradient of the user row, taken before the item rows move
-    for t in range(m):
+    for t in range(0 if freeze_items else m):
         g = np.float32(scale * grad[t])
         if g == 0:
             continue

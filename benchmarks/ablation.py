@@ -1,0 +1,139 @@
+"""Quality options against the defaults on the data family: option x data set -> NDCG@10,
+Recall@20 and training seconds, with LightFM's re-measured best grid point beside them.
+
+    .venv/bin/python benchmarks/ablation.py                        # every option and set
+    .venv/bin/python benchmarks/ablation.py --data amazon-book --option "d=128, violators"
+    .venv/bin/python benchmarks/ablation.py --report               # tables from saved runs
+
+Every option is ``WARPFactorizer`` keyword arguments on top of the defaults (d = 64 unless
+an option sets ``n_components``), trained for its own number of epochs (60 unless it sets
+``epochs``) with seeds 1 and 2 on 2 threads; the data sets, splits, evaluator and test-user
+samples are those of ``defaults.py`` (``_family.py``, ``_common.Scorer``). LightFM's column
+is its best grid point of ``defaults.py`` re-measured with the same seeds (part
+``remeasure`` there), read from ``results/defaults.jsonl``; implicit has no WARP loss and
+its BPR rows are in ``run.py``'s tables. Runs append to ``results/ablation.jsonl`` (a rerun
+of a data set, option and seed replaces the earlier one in the report), and the report is
+``results/ablation.md``. ``--all-users`` scores every test user of amazon-book and the
+synthetic sets instead of the fixed sample (recorded as its own data set name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _family  # noqa: E402
+from _common import Scorer  # noqa: E402
+from defaults import N_EVAL_USERS, OUT as DEFAULTS_OUT, _load_rows, run_warprec  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+OUT = RESULTS / "ablation.jsonl"
+#: The options measured: name -> WARPFactorizer keyword arguments.
+OPTIONS = {
+    "defaults": {},
+    "violators": dict(max_violators=10),
+    "violators, 300 draws": dict(max_violators=10, max_sampled=300),
+    "d=128, violators": dict(n_components=128, max_violators=10, max_sampled=300, epochs=15),
+}
+DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
+SEEDS = (1, 2)
+EPOCHS = 60
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", action="append", choices=_family.NAMES)
+    parser.add_argument("--option", action="append", choices=tuple(OPTIONS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--all-users", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--report", action="store_true", help="only write the report")
+    args = parser.parse_args(argv)
+    if not args.report:
+        for name in args.data or DATA:
+            n_eval = 0 if args.all_users else N_EVAL_USERS.get(name, 0)
+            ds = _family.load(name, n_eval_users=n_eval)
+            if ds is None:
+                print(f"{name}: data missing, skipped", flush=True)
+                continue
+            label = name + (" (all users)" if args.all_users and n_eval != N_EVAL_USERS.get(
+                name, 0) else "")
+            scorer = Scorer(ds, args.threads)
+            for option in args.option or OPTIONS:
+                params = dict(OPTIONS[option])
+                for seed in SEEDS:
+                    result = run_warprec(ds, scorer, params, seed=seed, max_epochs=EPOCHS,
+                                         n_threads=args.threads, every=10**9)
+                    f = result["final"]
+                    row = dict(data=label, option=option, params=params, seed=seed,
+                               threads=args.threads, final=f)
+                    with open(args.out, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+                    print(f"{label:30s} {option:24s} seed {seed} ep {f['epoch']:3d} "
+                          f"ndcg@10 {f['ndcg@10']:.4f} r@20 {f['recall@20']:.4f} "
+                          f"{f['seconds']:.1f} s", flush=True)
+    report(args.out)
+
+
+def _lightfm(name):
+    """Mean NDCG@10, Recall@20 of LightFM's re-measured best grid point on ``name``."""
+    runs = [r for r in _load_rows(DEFAULTS_OUT)
+            if r["data"] == name and r["part"] == "lightfm-remeasure"]
+    if not runs:
+        return None
+    return (np.mean([r["final"]["ndcg@10"] for r in runs]),
+            np.mean([r["final"]["recall@20"] for r in runs]), runs[0]["params"])
+
+
+def report(out):
+    if not Path(out).exists():
+        print(f"no runs in {out}")
+        return
+    rows = {}
+    for line in open(out):
+        row = json.loads(line)
+        rows[row["data"], row["option"], row["seed"]] = row
+    names = list(dict.fromkeys(key[0] for key in rows))
+    lines = ["# Quality options against the defaults",
+             "",
+             "NDCG@10 / Recall@20, mean of seeds " + " and ".join(map(str, SEEDS)) +
+             ", and training seconds (2 threads); in brackets the ratio of NDCG@10 to the "
+             "defaults'. Options: " + "; ".join(f"`{k}` = {json.dumps(v)}"
+                                                for k, v in OPTIONS.items() if v) + ".",
+             "",
+             "| data | " + " | ".join(OPTIONS) + " | LightFM best grid point, re-measured |",
+             "|---|" + "---|" * (len(OPTIONS) + 1)]
+    for name in names:
+        cells = []
+        base = None
+        for option in OPTIONS:
+            runs = [r for (d, o, _), r in rows.items() if d == name and o == option]
+            if not runs:
+                cells.append("-")
+                continue
+            ndcg = np.mean([r["final"]["ndcg@10"] for r in runs])
+            recall = np.mean([r["final"]["recall@20"] for r in runs])
+            seconds = np.mean([r["final"]["seconds"] for r in runs])
+            base = ndcg if option == "defaults" else base
+            ratio = f" ({ndcg / base:.3f})" if base and option != "defaults" else ""
+            cells.append(f"{ndcg:.4f} / {recall:.4f}{ratio}, {seconds:.0f} s")
+        lfm = None if " (" in name else _lightfm(name)  # (measured on the sample)
+        if lfm is None:
+            cells.append("-")
+        else:
+            params = ", ".join(f"{k}={v}" for k, v in lfm[2].items())
+            cells.append(f"{lfm[0]:.4f} / {lfm[1]:.4f} ({params})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    path = Path(out).with_suffix(".md")
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -73,3 +73,32 @@ def test_grid_points_cover_the_product():
     assert len(points) == 6 and {"a": 2, "b": 5} in points
     assert len(defaults.grid_points(defaults.GRID)) == np.prod([len(v) for v in
                                                                defaults.GRID.values()])
+
+
+def test_ablation_report_means_seeds_ratios_and_reruns(tmp_path, monkeypatch):
+    """benchmarks/ablation.py's table: the mean over seeds per option, the ratio to the
+    defaults, a rerun replacing the earlier run, LightFM's re-measured point beside it."""
+    import ablation
+
+    lightfm = tmp_path / "defaults.jsonl"
+    lightfm.write_text(json.dumps(_row("toy", "lightfm-remeasure", dict(learning_rate=0.05),
+                                       [(5, 0.25)])) + "\n")
+    monkeypatch.setattr(ablation, "DEFAULTS_OUT", lightfm)
+    out = tmp_path / "ablation.jsonl"
+
+    def run(option, seed, ndcg):
+        final = {"epoch": 60, "seconds": 2.0, "ndcg@10": ndcg, "recall@20": 0.5}
+        return json.dumps(dict(data="toy", option=option, params={}, seed=seed, threads=2,
+                               final=final)) + "\n"
+
+    out.write_text(run("defaults", 1, 0.2) + run("defaults", 2, 0.4)
+                   + run("violators", 1, 0.9) + run("violators", 1, 0.36)
+                   + run("violators", 2, 0.30))
+    ablation.report(out)
+    row = [line for line in out.with_suffix(".md").read_text().splitlines()
+           if line.startswith("| toy")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "0.3000 / 0.5000, 2 s"
+    assert cells[2] == "0.3300 / 0.5000 (1.100), 2 s"      # the rerun of seed 1 counts
+    assert cells[3] == cells[4] == "-"
+    assert cells[5] == "0.2500 / 0.2500 (learning_rate=0.05)"

@@ -57,13 +57,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.report:
         for name in args.data or DATA:
-            n_eval = 0 if args.all_users else N_EVAL_USERS.get(name, 0)
-            ds = _family.load(name, n_eval_users=n_eval)
+            sample = N_EVAL_USERS.get(name, 0)    # 0: every test user anyway
+            ds = _family.load(name, n_eval_users=0 if args.all_users else sample)
             if ds is None:
                 print(f"{name}: data missing, skipped", flush=True)
                 continue
-            label = name + (" (all users)" if args.all_users and n_eval != N_EVAL_USERS.get(
-                name, 0) else "")
+            label = name + (" (all users)" if args.all_users and sample else "")
             scorer = Scorer(ds, args.threads)
             for option in args.option or OPTIONS:
                 params = dict(OPTIONS[option])

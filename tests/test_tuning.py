@@ -14,7 +14,8 @@ from warprec import WARPFactorizer, WarprecWarning, tune
 from warprec.datasets import make_interactions
 from warprec.tuning import SEARCH_SPACE
 
-DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting")
+DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting",
+                "max_violators")
 COLUMNS = ["trial", "bracket", "rung", *DEFAULT_KEYS, "max_epochs", "epochs_run", "epochs",
            "score", "metric", "seconds", "status"]
 
@@ -146,9 +147,8 @@ def test_custom_space_is_exhausted_and_divergence_is_survived(X):
     assert trials["max_epochs"].max() <= 40
 
 
-def test_space_extended_with_several_violators(X):
-    """``max_violators`` (an option, not in SEARCH_SPACE) is searchable by extending the
-    space, with the max_sampled choices that allow it."""
+def test_space_with_several_violators(X):
+    """``max_violators`` in a custom space, with the max_sampled choices that allow it."""
     out = tune(X, time_budget=30, n_threads=1, max_epochs=10,
                search_space={"max_violators": [1, 10], "max_sampled": [30]})
     trials = out.trials
@@ -408,7 +408,10 @@ def test_cli_tune_json(ratings_csv, capsys):
     assert set(record) >= {"best_params", "best_score", "best_trial", "metric", "trials",
                            "elapsed_seconds"}
     assert record["metric"] == "recall@5"
-    assert record["best_score"] == max(t["score"] for t in record["trials"])
+    # the best trial's score (not always the highest: the defaults are kept unless a
+    # configuration beats them by more than its noise)
+    assert record["best_score"] in {t["score"] for t in record["trials"]
+                                    if t["trial"] == record["best_trial"]}
     assert record["trials"][0]["trial"] == 0 and set(record["trials"][0]) == set(COLUMNS)
     assert record["best_params"]["epochs"] >= 1
     assert record["elapsed_seconds"] < 1.5 * 1.25 + 0.5

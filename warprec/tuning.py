@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 #: max_sampled       10, 30, 100 or 300
 #: n_components      32, 64 or 128
 #: rank_weighting    "harmonic", "log" or "auc"
+#: max_violators     1 or 10
 #: ================  ===========================================
 SEARCH_SPACE = types.MappingProxyType({
     "learning_rate": ("log-uniform", 0.005, 0.1),
@@ -58,6 +59,7 @@ SEARCH_SPACE = types.MappingProxyType({
     "max_sampled": [10, 30, 100, 300],
     "n_components": [32, 64, 128],
     "rank_weighting": ["harmonic", "log", "auc"],
+    "max_violators": [1, 10],
 })
 
 #: WARPFactorizer parameters that tune sets itself (not searchable).

@@ -104,8 +104,8 @@ class WARPFactorizer(FactorRecommender):
         positive. Measured against the default on the benchmark family
         (benchmarks/README.md), 10 gains on catalogues whose items have tens of positives
         each (amazon-book, ML-100K) and loses on sparse ones (a few positives per item),
-        so it is an option, not a default. WARP losses with ``rank_estimator="sampled"``,
-        without side features.
+        so it is an option, not a default (:func:`warprec.tune` tries 1 and 10). WARP
+        losses with ``rank_estimator="sampled"``, without side features.
     rank_weighting : str or array_like, default "harmonic"
         ``tau``: ``"harmonic"`` (1/j), ``"auc"`` (1), ``"precision@k"`` (1 for j <= k, needs
         ``k``), ``"precision@1"``, ``"log"`` (LightFM's log-rank), the OWPC normalised

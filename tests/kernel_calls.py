@@ -25,7 +25,8 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
     if sample_weight is None:
         sample_weight = np.ones(X.nnz, np.float32)
     mode = train.Mode(loss=loss, exact_rank=exact_rank, adagrad=adagrad, clip=max_norm > 0,
-                      prefetch=prefetch, freeze_items=freeze_items, parallel=n_threads > 1)
+                      prefetch=prefetch, freeze_items=freeze_items, parallel=n_threads > 1,
+                      violators=max_violators > 1)
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users, sample_weight,
                                 np.zeros(0, np.int64),
                                 np.zeros(0) if neg_cdf is None else neg_cdf,

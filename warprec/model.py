@@ -488,7 +488,8 @@ class WARPFactorizer(FactorRecommender):
             seed=seed)
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           prefetch=False, freeze_items=True, parallel=n_threads > 1)
+                           prefetch=False, freeze_items=True, parallel=n_threads > 1,
+                           violators=config["max_violators"] > 1)
         # the item arrays are read, never written, in this mode
         params = _train.Parameters(users_out, self.item_factors_, self.item_biases_,
                                    aligned_full((matrix.shape[0], d), 1.0, np.float32),
@@ -563,7 +564,8 @@ class WARPFactorizer(FactorRecommender):
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
                            prefetch=self._outgrows_cache() and not (ordinal or hybrid),
-                           features=hybrid, parallel=n_threads > 1)
+                           features=hybrid, parallel=n_threads > 1,
+                           violators=config["max_violators"] > 1)
         work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
                                 config["max_sampled"], config["kos_n"])
         progress = _progress(config["epochs"], self.verbose)

@@ -125,6 +125,9 @@ class Mode(NamedTuple):
     freeze_items: bool = False  # update the user rows only (folding in new users)
     features: bool = False      # the hybrid model (params: features.FeatureParameters)
     parallel: bool = True       # WARP/BPR: a prange over the slices (else one slice)
+    violators: bool = False     # WARP: collect up to Settings.max_violators violators per
+    #                             positive (compiled only when asked for: it would slow
+    #                             the single-violator loop)
 
 
 # ----------------------------------------------------------------------- sample helpers
@@ -512,7 +515,8 @@ def _ordinal_epoch(params, positives, settings, work, order, epoch, chunk, adagr
     return not work.stop[0]
 
 
-def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel):
+def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel,
+                    violators):
     """The epoch kernel of one WARP/BPR mode (compiled on its first call).
 
     A ``prange`` loop over the slices: slice ``thread`` claims chunks of ``chunk``
@@ -524,12 +528,12 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
     epochs skip the launch of a parallel region (a task handed to a pool thread, 3-4% of
     a one-thread ML-100K epoch with Numba's ``workqueue`` layer).
 
-    The flags ``bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel`` are
-    the mode (:class:`Mode`) and constants of the closure, so Numba prunes the code of the
-    other modes before typing it (the helpers that take them are inlined), and its cache
-    keys the compiled kernel on their values. The kernel is compiled without reference
-    counting, so it allocates nothing: slice ``thread``'s work arrays are row ``thread``
-    of ``work``'s.
+    The flags ``bpr, exact_rank, adagrad, clip, prefetching, freeze_items, parallel,
+    violators`` are the mode (:class:`Mode`) and constants of the closure, so Numba
+    prunes the code of the other modes before typing it (the helpers that take them are
+    inlined), and its cache keys the compiled kernel on their values. The kernel is
+    compiled without reference counting, so it allocates nothing: slice ``thread``'s work
+    arrays are row ``thread`` of ``work``'s.
     """
 
     def epoch_variant(params, positives, settings, work, order, epoch, chunk):
@@ -609,7 +613,7 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
                         U, V, b, indices, start, end, u, f_i, table, top_fraction, normalize,
                         work.violators[thread], key, counter)
                     n_trials += n_neg
-                else:
+                elif violators:
                     # up to max_violators violators, each after the draws of the one before
                     n_found, trial = collect_violators(
                         U, V, b, indices, start, end, u, f_i, max_sampled,
@@ -635,6 +639,16 @@ def _pairwise_epoch(bpr, exact_rank, adagrad, clip, prefetching, freeze_items, p
                             if not ok:
                                 break
                             continue
+                else:
+                    j, f_j, trial = first_violator(
+                        U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, filt, shift,
+                        key, counter, work.candidates[thread, s & 1], n_early[s & 1],
+                        prefetching, 0)
+                    n_trials += trial
+                    if j >= 0:
+                        lw = rank_loss_weight(table, sampled_rank(1, trial, n_neg), n_neg,
+                                              top_fraction, normalize)
+                        rank_loss = lw
                 if j >= 0:
                     loss_sum += w * lw * (1.0 + f_j - f_i)
                     rank_loss_sum += w * rank_loss
@@ -659,9 +673,9 @@ def epoch_kernel(mode):
     epoch, chunk)``; returns ``True`` if every update stayed finite."""
     if mode.features:
         if (mode.loss == LOSS_ORDINAL or mode.exact_rank or mode.clip or mode.prefetch
-                or mode.freeze_items):
-            raise ValueError("the hybrid model trains WARP (estimated ranks) or BPR, "
-                             "without max-norm, prefetching or frozen items")
+                or mode.freeze_items or mode.violators):
+            raise ValueError("the hybrid model trains WARP (estimated ranks, one violator) "
+                             "or BPR, without max-norm, prefetching or frozen items")
         from .features import features_epoch   # (it builds on this module's helpers)
 
         return features_epoch(mode.loss == LOSS_BPR, bool(mode.adagrad))
@@ -679,9 +693,11 @@ def epoch_kernel(mode):
         raise ValueError(f"unknown loss code {mode.loss}")
     if mode.exact_rank and mode.loss != LOSS_WARP:
         raise ValueError("exact ranks apply to the WARP loss only")
+    if mode.violators and (mode.loss != LOSS_WARP or mode.exact_rank):
+        raise ValueError("several violators per positive apply to WARP's sampled ranks only")
     return _pairwise_epoch(mode.loss == LOSS_BPR, bool(mode.exact_rank), bool(mode.adagrad),
                            bool(mode.clip), bool(mode.prefetch), bool(mode.freeze_items),
-                           bool(mode.parallel))
+                           bool(mode.parallel), bool(mode.violators))
 
 
 # ---------------------------------------------------------------------- work and epoch

@@ -91,12 +91,11 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
 
 
 @pytest.mark.parametrize("adagrad,alpha,max_norm,prefetch,freeze_items,n_threads", [
-    (True, 0.0, 0.0, False, False, 1),
     (True, 0.02, 0.0, True, False, 1),
     (False, 0.05, 0.8, False, False, 1),
     (True, 0.02, 0.0, False, True, 1),
     # the parallel variant compiles the violators' step separately (train.violators_step)
-    (True, 0.02, 0.0, False, False, 2),
+    (True, 0.02, 0.0, True, False, 2),
 ])
 def test_several_violators_match_reference(adagrad, alpha, max_norm, prefetch, freeze_items,
                                            n_threads):

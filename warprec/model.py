@@ -479,17 +479,11 @@ class WARPFactorizer(FactorRecommender):
         weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
                                            top_fraction=self.top_fraction)
         seed = int(np.random.default_rng([self.seed_, 3]).integers(0, 2**63 - 1))
-        settings = _train.Settings(
-            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
-            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
-            max_violators=config["max_violators"], kos_k=config["kos_k"],
-            kos_n=config["kos_n"], rank_table=weighting.table,
-            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
-            seed=seed)
+        settings = self._settings(config, weighting, seed)
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
                            prefetch=False, freeze_items=True, parallel=n_threads > 1,
-                           violators=config["max_violators"] > 1)
+                           violators=config["violators"])
         # the item arrays are read, never written, in this mode
         params = _train.Parameters(users_out, self.item_factors_, self.item_biases_,
                                    aligned_full((matrix.shape[0], d), 1.0, np.float32),
@@ -507,6 +501,18 @@ class WARPFactorizer(FactorRecommender):
                     f"NaN or infinite. The model's learning_rate ({self.learning_rate_:.4g}) "
                     f"or its scores are too large for these rows.", epoch)
         return users_out
+
+    def _settings(self, config, weighting, seed):
+        """The kernel's :class:`~warprec._kernels.train.Settings` of a fit (or fold-in)
+        with the resolved rates, the configuration of ``_check_params`` and the rank
+        weighting, its random streams keyed by ``seed``."""
+        return _train.Settings(
+            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
+            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
+            max_violators=config["max_violators"], kos_k=config["kos_k"],
+            kos_n=config["kos_n"], rank_table=weighting.table,
+            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
+            seed=seed)
 
     def _reset(self):
         for name in list(vars(self)):
@@ -549,23 +555,17 @@ class WARPFactorizer(FactorRecommender):
             _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
         positives = _train.Positives(indptr, matrix.indices, users, weights,
                                      self._grades(matrix, config), neg_cdf, filt)
-        settings = _train.Settings(
-            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
-            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
-            max_violators=config["max_violators"], kos_k=config["kos_k"],
-            kos_n=config["kos_n"], rank_table=weighting.table,
-            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
-            seed=self.seed_)
+        settings = self._settings(config, weighting, self.seed_)
         ordinal = config["loss_code"] == _train.LOSS_ORDINAL
         hybrid = self._hybrid()
-        if hybrid and config["max_violators"] > 1:
+        if hybrid and config["violators"]:
             raise ValueError("max_violators > 1 is not available with side features yet; "
                              "set max_violators=1 or fit without features.")
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
                            prefetch=self._outgrows_cache() and not (ordinal or hybrid),
                            features=hybrid, parallel=n_threads > 1,
-                           violators=config["max_violators"] > 1)
+                           violators=config["violators"])
         work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
                                 config["max_sampled"], config["kos_n"])
         progress = _progress(config["epochs"], self.verbose)
@@ -967,7 +967,7 @@ class WARPFactorizer(FactorRecommender):
         _validation.parse_metric(self.validation_metric)
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
                     epochs=int(self.epochs), max_sampled=int(self.max_sampled),
-                    max_violators=int(self.max_violators),
+                    max_violators=int(self.max_violators), violators=self.max_violators > 1,
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",

@@ -40,6 +40,7 @@ OPTIONS = {
     "violators": dict(max_violators=10),
     "violators, 300 draws": dict(max_violators=10, max_sampled=300),
     "d=128, violators": dict(n_components=128, max_violators=10, max_sampled=300, epochs=15),
+    "ccl": dict(loss="ccl", epochs=40),
 }
 DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
 SEEDS = (1, 2)

@@ -16,7 +16,8 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
               adagrad=True, max_norm=0.0, prefetch=False, learning_rate=0.1, alpha=0.0,
               max_sampled=5, kos_k=1, kos_n=1, neg_cdf=None, words=None, seed=1234, epoch=0,
               n_threads=1, sample_weight=None, users=None, top_fraction=1.0,
-              normalize=False, freeze_items=False, work=None, max_violators=1):
+              normalize=False, freeze_items=False, work=None, max_violators=1,
+              n_negatives=8, margin=0.5, negative_weight=1.0):
     """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
     positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
     ``work.stats``."""
@@ -32,9 +33,9 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
                                 np.zeros(0) if neg_cdf is None else neg_cdf,
                                 filter_of(X, words))
     settings = train.Settings(np.float32(learning_rate), np.float32(alpha),
-                              np.float32(max_norm), max_sampled, max_violators, kos_k, kos_n,
-                              table,
-                              top_fraction, normalize, seed)
+                              np.float32(max_norm), max_sampled, max_violators, n_negatives,
+                              np.float32(margin), np.float32(negative_weight), kos_k, kos_n,
+                              table, top_fraction, normalize, seed)
     if work is None:
         work = train.make_work(mode, n_threads, params[0].shape[1], X.shape[1], max_sampled,
                                kos_n)

@@ -172,6 +172,54 @@ def _list_step(U, V, b, GU, GV, Gb, u, items, grads, w, *, lr, alpha, adagrad, m
     step(U, GU, u, user_grad)
 
 
+def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negative_weight,
+              adagrad, seed, epoch, freeze_items=False):
+    """One epoch of the cosine contrastive loss on unit rows, one positive at a time, in
+    place (``warprec._kernels.ccl`` with one thread and uniform negatives).
+
+    For positive ``(u, i)`` with weight ``w``: ``n_negatives`` negatives drawn with
+    :func:`draw_negative` (counters 0, 1, ...). The loss is ``w * (1 - c_i)`` plus
+    ``w * negative_weight / n_negatives * (c_j - margin)`` for every draw with
+    ``c_j = <U[u], V[j]> > margin``; a row's gradient is the cosine's on the sphere,
+    ``d <x, y> = y - <x, y> x``. Rows step in this order, each then rescaled to unit
+    norm: V[i], every negative within the margin as it is drawn (its cosine taken with
+    the rows as they are at that moment), U[u] last with the sum of its gradients.
+    """
+    n_items = V.shape[0]
+    f32 = np.float32
+
+    def step(param, acc, r, grad):
+        if adagrad:
+            acc[r] = acc[r] + grad * grad
+            value = param[r] - f32(lr) * grad / np.sqrt(acc[r])
+        else:
+            value = param[r] - f32(lr) * grad
+        param[r] = value / np.linalg.norm(value)
+
+    for p in order:
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        if len(negatives_of(row, n_items)) == 0:
+            continue
+        key = stream_key(seed, epoch, int(p))
+        i = int(X.indices[p])
+        w = f32(weights[p])
+        c_i = f32(U[u] @ V[i])
+        pull = w if c_i < 1 else f32(0.0)
+        user_grad = -pull * (V[i] - c_i * U[u])
+        if pull != 0 and not freeze_items:
+            step(V, GV, i, -pull * (U[u] - c_i * V[i]))
+        push = f32(w * f32(negative_weight) / n_negatives)
+        for t in range(n_negatives):
+            j = draw_negative(key, t, row, n_items)
+            c_j = f32(U[u] @ V[j])
+            if c_j > f32(margin):
+                user_grad = user_grad + push * (V[j] - c_j * U[u])
+                if not freeze_items:
+                    step(V, GV, j, push * (U[u] - c_j * V[j]))
+        step(U, GU, u, user_grad)
+
+
 def fisher_yates(slots, key):
     """Shuffle the list ``slots`` in place: step ``t`` (last slot down to slot 1) swaps
     slot ``t`` with slot ``draw_below(key, t, t + 1)``."""

@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from warprec import WARPFactorizer
+
 ENV = dict(os.environ, PYTHONWARNINGS="default")
 
 
@@ -107,6 +109,18 @@ def test_recommend_users_file_to_csv_and_json(files):
     assert all(r["title"].startswith("Film number") for r in records)
     assert [[str(r["user_id"]), str(r["item_id"])] for r in records] == [
         row[:2] for row in expected[3:5]]
+
+
+def test_fit_with_the_cosine_loss(files):
+    out = files["dir"] / "ccl.npz"
+    proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 2, "--quiet", "--factors",
+                   8, "--threads", 1, "--loss", "ccl", "--n-negatives", 15, "--margin", 0.7,
+                   "--negative-weight", 4)
+    assert proc.returncode == 0, proc.stderr
+    model = WARPFactorizer.load(out)
+    assert (model.loss, model.n_negatives, model.margin, model.negative_weight_) == (
+        "ccl", 15, 0.7, 4.0)
+    np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
 
 
 def test_fit_recommend_evaluate(files):

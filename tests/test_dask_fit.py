@@ -92,6 +92,18 @@ def test_combine_mean_and_parquet_input(client, data, tmp_path):
     assert list(model.user_ids_) == sorted(train["user_id"].unique())
 
 
+def test_cosine_loss_keeps_unit_rows(client, data):
+    """loss="ccl": the combined item rows go back onto the sphere after every epoch."""
+    train, test = data
+    model = wdask.fit(train, client, **dict(PARAMS, epochs=4), loss="ccl", n_negatives=20,
+                      n_threads=1)
+    for rows in (model.item_factors_, model.user_factors_):
+        np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, rtol=1e-5)
+    start = WARPFactorizer(**dict(PARAMS, epochs=0), loss="ccl").fit(train)
+    assert (evaluate(model, test, train=train, k=10)["ndcg@10"]
+            > 1.5 * evaluate(start, test, train=train, k=10)["ndcg@10"])
+
+
 def test_callback_stops_training(client, data):
     train, _ = data
     seen = []

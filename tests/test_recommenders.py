@@ -17,3 +17,12 @@ class TestPopularityRecommender(RecommenderBaseTestMixin):
     model_params = dict(n_threads=1)
     no_save_reason = ("PopularityRecommender has no save/load: it learns nothing but item "
                       "counts, refit in milliseconds")
+
+
+class TestCosineContrastiveFactorizer(RecommenderBaseTestMixin):
+    """``loss="ccl"``: unit rows and cosine scores through the same API (its new users
+    start from their items' direction in ``fold_in``)."""
+    model_class = WARPFactorizer
+    model_params = dict(n_components=4, epochs=3, n_threads=1, random_state=0, loss="ccl",
+                        n_negatives=10)
+    supports_save = True

@@ -12,7 +12,7 @@ import pytest
 
 from warprec import WARPFactorizer, WarprecWarning, tune
 from warprec.datasets import make_interactions
-from warprec.tuning import SEARCH_SPACE
+from warprec.tuning import CCL_SEARCH_SPACE, SEARCH_SPACE
 
 DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting",
                 "max_violators")
@@ -155,6 +155,19 @@ def test_space_with_several_violators(X):
     assert set(trials["max_violators"].dropna()) == {1, 10}
     assert (trials["status"] != "diverged").all()
     assert out.best_model.max_violators == out.best_params["max_violators"]
+
+
+def test_cosine_loss_space(X):
+    """``CCL_SEARCH_SPACE``: its trials train the cosine loss and compete with the WARP
+    defaults (trial 0)."""
+    WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(X)  # compile
+    out = tune(X, time_budget=10, n_threads=1, max_epochs=6,
+               search_space=dict(CCL_SEARCH_SPACE, n_negatives=[20]))
+    trials = out.trials
+    assert (trials.loc[trials["trial"] > 0, "loss"] == "ccl").all()
+    assert trials.loc[trials["trial"] == 0, "loss"].iloc[0] == "warp"
+    assert (trials["status"] != "diverged").all()
+    assert out.best_model.loss == out.best_params["loss"]
 
 
 def test_tiny_budget_fits_the_defaults_and_warns(X):

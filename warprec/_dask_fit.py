@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.config import WAIT_POLL_SECONDS
+from .model import _unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,8 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
             if combine == "mean":
                 total /= len(results)
             getattr(model, name)[...] += total
+        if model.loss == "ccl":   # the mean of unit rows is shorter: back onto the sphere
+            _unit_rows(model.item_factors_)
         if not model._parameters_finite():
             raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "
                                "item state is not finite. Lower learning_rate"

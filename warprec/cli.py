@@ -46,7 +46,14 @@ def _model_args(parser):
                    help="weight decay (default: automatic, see WARPFactorizer)")
     g.add_argument("--max-sampled", type=int, default=None,
                    help="negative draws per positive (default 100)")
-    g.add_argument("--loss", choices=["warp", "warp-kos", "bpr"], default="warp")
+    g.add_argument("--loss", choices=["warp", "warp-kos", "bpr", "ccl"], default="warp",
+                   help="warp (default), warp-kos, bpr, or ccl (cosine contrastive loss)")
+    g.add_argument("--n-negatives", type=int, default=None,
+                   help="ccl: negatives per positive (default: see WARPFactorizer)")
+    g.add_argument("--margin", type=float, default=None,
+                   help="ccl: negatives with a cosine above it are pushed away")
+    g.add_argument("--negative-weight", type=float, default=None,
+                   help="ccl: weight of the negatives' mean hinge")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")
     g.add_argument("--tuned", action="store_true",
@@ -165,7 +172,9 @@ def _make_model(args):
 
     params = dict(TUNED_PARAMS) if getattr(args, "tuned", False) else {}
     for name, value in (("epochs", args.epochs), ("learning_rate", args.learning_rate),
-                        ("alpha", args.alpha), ("max_sampled", args.max_sampled)):
+                        ("alpha", args.alpha), ("max_sampled", args.max_sampled),
+                        ("n_negatives", args.n_negatives), ("margin", args.margin),
+                        ("negative_weight", args.negative_weight)):
         if value is not None:
             params[name] = value
     return WARPFactorizer(n_components=args.factors, loss=args.loss,

@@ -31,7 +31,8 @@ from ._kernels import order as _order
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
 from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_LR,
-                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, FOLD_IN_PARALLEL_FROM,
+                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
+                              CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
                               PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 _LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR,
-           "ordinal": _train.LOSS_ORDINAL}
+           "ordinal": _train.LOSS_ORDINAL, "ccl": _train.LOSS_CCL}
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
 #: The fitted arrays the training kernel updates.
@@ -87,7 +88,9 @@ class WARPFactorizer(FactorRecommender):
         ``AUTO_LR_MIN``, ``AUTO_LR_MAX``): 0.02 on the MovieLens sets, 0.05 on
         amazon-book with 9 positives per user. Users with few positives get few updates
         per epoch and need a faster rate; items with only a few positives each are
-        overfitted by a fast rate. The value used is ``learning_rate_``.
+        overfitted by a fast rate. With ``loss="ccl"``: ``1.4 / positives per user``
+        clipped to [0.06, 0.3] (``CCL_AUTO_LR``, ``CCL_LR_MIN``, ``CCL_LR_MAX``). The
+        value used is ``learning_rate_``.
     max_sampled : int, default 100
         Maximum negative draws per positive; a positive with no violator after that many
         draws is skipped for this epoch. After N draws the rank estimate is
@@ -128,7 +131,7 @@ class WARPFactorizer(FactorRecommender):
         With one thread a fixed seed gives bit-identical factors across runs and
         processes; with several threads the same negatives are drawn but Hogwild update
         order races, so results agree only statistically.
-    loss : {"warp", "warp-kos", "bpr", "ordinal"}, default "warp"
+    loss : {"warp", "warp-kos", "bpr", "ordinal", "ccl"}, default "warp"
         ``"warp-kos"`` uses as positive the ``k``-th best scored of ``n`` positives of the
         user (k-OS WARP); ``"bpr"`` descends ``-log sigmoid(f(u,i) - f(u,j))`` with one
         negative per positive; ``"ordinal"`` treats X's values as grades (e.g. ratings
@@ -137,7 +140,27 @@ class WARPFactorizer(FactorRecommender):
         Collaborative Ranking" (NIPS 20), appendix "Ranking losses", sec. 1.2
         (:func:`warprec.losses.ordinal_loss`), over a list of the positive, ``n - 1``
         more of the user's graded items and ``max_sampled`` unobserved items of grade 0,
-        scaled by the list length.
+        scaled by the list length. ``"ccl"`` is the cosine contrastive loss of Mao et al.
+        2021, "SimpleX: A Simple and Strong Baseline for Collaborative Filtering" (CIKM),
+        sec. 3.2: per positive ``max(0, 1 - cos(u, i)) + negative_weight * mean_j max(0,
+        cos(u, j) - margin)`` over ``n_negatives`` uniformly drawn negatives. Every
+        factor row is kept at unit norm, so the scores are cosines and the item biases
+        stay 0; ``alpha``, ``max_norm``, ``max_sampled``, ``max_violators`` and the rank
+        options do not apply (setting ``alpha``, ``max_norm`` or ``rank_estimator`` is
+        an error). :meth:`fold_in` starts a new user at the direction of the sum of the
+        user's items. Measured on the benchmark family (benchmarks/README.md), it wins
+        on large sparse catalogues (amazon-book) and loses to WARP on the MovieLens sets,
+        so WARP stays the default.
+    n_negatives : int, default 200
+        ``loss="ccl"``: negatives drawn per positive (with replacement).
+    margin : float, default 0.8
+        ``loss="ccl"``: negatives whose cosine with the user exceeds it are pushed away;
+        in [-1, 1].
+    negative_weight : float or "auto", default "auto"
+        ``loss="ccl"``: weight of the negatives' mean hinge. ``"auto"`` uses
+        ``CCL_NEGATIVE_WEIGHT / sqrt(density)`` (2.5 / sqrt(positives / (users x items))
+        of the first fit's matrix): about 10 on ML-100K, 130 on amazon-book. The value used
+        is ``negative_weight_``.
     k : int or None, default None
         The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
     n : int, default 10
@@ -223,10 +246,15 @@ class WARPFactorizer(FactorRecommender):
         The weight decay used (``alpha``, or its ``"auto"`` value).
     learning_rate_ : float
         The learning rate used (``learning_rate``, or its ``"auto"`` value).
+    negative_weight_ : float
+        The negative weight of ``loss="ccl"`` (``negative_weight``, or its ``"auto"``
+        value; computed for every loss, used by ``"ccl"`` only).
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
-        Per-epoch statistics: epoch, seconds, loss, updates, mean_trials, samples, and
+        Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"``: the
+        mean share of a positive's negative draws that score at least as high), updates,
+        mean_trials, samples, and
         ``validation`` (the validation score) when validating.
     validation_scores_ : list of float
         The validation score after each epoch of the last fit / partial_fit (only when
@@ -259,6 +287,9 @@ class WARPFactorizer(FactorRecommender):
         "learning_rate": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
         "max_sampled": [POSITIVE_INT],
         "max_violators": [POSITIVE_INT],
+        "n_negatives": [POSITIVE_INT],
+        "margin": [Interval(Real, -1, 1, closed="both")],
+        "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
         "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
         "init_scale": [Interval(Real, 0, None, closed="left")],
         "loss": [Options(_LOSSES)],
@@ -277,7 +308,8 @@ class WARPFactorizer(FactorRecommender):
 
     def __init__(self, n_components=64, epochs=60, learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
-                 max_violators=1, loss="warp", k=None, n=10, top_fraction=None,
+                 max_violators=1, loss="warp", n_negatives=200, margin=0.8,
+                 negative_weight="auto", k=None, n=10, top_fraction=None,
                  learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping=False,
@@ -293,6 +325,9 @@ class WARPFactorizer(FactorRecommender):
         self.n_threads = n_threads
         self.random_state = random_state
         self.loss = loss
+        self.n_negatives = n_negatives
+        self.margin = margin
+        self.negative_weight = negative_weight
         self.k = k
         self.n = n
         self.top_fraction = top_fraction
@@ -447,7 +482,10 @@ class WARPFactorizer(FactorRecommender):
         Notes
         -----
         The draws come from the model's seed, so the same rows give the same embeddings;
-        up to ``FOLD_IN_PARALLEL_FROM`` positives they are computed on one thread and are
+        each epoch visits the rows in order, each row's positives in a shuffled order of
+        their own, and the draws of a positive are keyed by its position in
+        ``user_items``: a row folded in alone gets the embedding it gets as the first row
+        of a batch. Up to ``FOLD_IN_PARALLEL_FROM`` positives they are computed on one thread and are
         bit-identical across calls, above it on the model's ``n_threads`` (Hogwild, like
         ``fit``), where they agree only statistically. Not available for
         ``loss="ordinal"``.
@@ -467,6 +505,11 @@ class WARPFactorizer(FactorRecommender):
         users_out = aligned_full((matrix.shape[0], d), 0.0, np.float32)
         if matrix.nnz == 0:
             return users_out
+        if config["cosine"]:
+            # cosine rows start at the direction of the sum of the user's items (a zero row
+            # has none), which the epochs then refine
+            users_out[:] = matrix.astype(bool).astype(np.float32) @ self.item_factors_
+            _unit_rows(users_out)
         n_threads = config["n_threads"] if matrix.nnz >= FOLD_IN_PARALLEL_FROM else 1
         indptr = matrix.indptr.astype(np.int64)
         users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
@@ -491,8 +534,11 @@ class WARPFactorizer(FactorRecommender):
         work = _train.make_work(mode, n_threads, d, matrix.shape[1], config["max_sampled"],
                                 config["kos_n"])
         order = np.empty(matrix.nnz, np.int64)
+        rows = np.arange(matrix.shape[0], dtype=np.int64)
         for epoch in range(n_epochs):
-            _order.shuffle(seed, epoch, order)
+            # row by row, each row's positives in an order of its own: the first row's
+            # draws and order do not depend on the rows after it
+            _order.user_grouped_order(indptr, rows, seed, epoch, order)
             with kernel_threads(n_threads):
                 ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
             if not ok:
@@ -509,7 +555,9 @@ class WARPFactorizer(FactorRecommender):
         return _train.Settings(
             learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
             max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
-            max_violators=config["max_violators"], kos_k=config["kos_k"],
+            max_violators=config["max_violators"], n_negatives=config["n_negatives"],
+            margin=np.float32(self.margin), negative_weight=np.float32(self.negative_weight_),
+            kos_k=config["kos_k"],
             kos_n=config["kos_n"], rank_table=weighting.table,
             top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
             seed=seed)
@@ -541,6 +589,7 @@ class WARPFactorizer(FactorRecommender):
                                                           config)
         self.learning_rate_ = self._resolve_learning_rate(matrix, fresh)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
+        self.negative_weight_ = self._resolve_negative_weight(matrix, fresh)
         self.sample_order_ = self._resolve_sample_order()
         n_threads = config["n_threads"]
         # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
@@ -563,7 +612,8 @@ class WARPFactorizer(FactorRecommender):
                              "set max_violators=1 or fit without features.")
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           prefetch=self._outgrows_cache() and not (ordinal or hybrid),
+                           prefetch=(self._outgrows_cache()
+                                     and not (ordinal or hybrid or config["cosine"])),
                            features=hybrid, parallel=n_threads > 1,
                            violators=config["violators"])
         work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
@@ -683,8 +733,8 @@ class WARPFactorizer(FactorRecommender):
     def _initialise_features(self, features, config):
         """Encode the side features (indicator features first) and initialise one
         embedding (and item bias) per feature as ``fit`` initialises factors."""
-        if config["loss_code"] == _train.LOSS_ORDINAL or config["kos_n"] > 1 or \
-                config["exact_rank"] or self.max_norm:
+        if config["loss_code"] in (_train.LOSS_ORDINAL, _train.LOSS_CCL) or \
+                config["kos_n"] > 1 or config["exact_rank"] or self.max_norm:
             raise ValueError("side features are supported with loss='warp' or 'bpr' and the "
                              "sampled rank estimate, without max_norm.")
         matrices, names = [], []
@@ -877,6 +927,8 @@ class WARPFactorizer(FactorRecommender):
         if isinstance(self.alpha, str):
             if not fresh and hasattr(self, "alpha_"):
                 return self.alpha_
+            if self.loss == "ccl":
+                return 0.0   # (unit rows: a decay would be undone by the normalisation)
             rate = min(self.learning_rate_, AUTO_ALPHA_LR_CAP)
             alpha = min(AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1),
                         AUTO_ALPHA_MAX)
@@ -898,8 +950,20 @@ class WARPFactorizer(FactorRecommender):
             return self.learning_rate_
         per_user = matrix.nnz / max(matrix.shape[0], 1)
         per_item = matrix.nnz / max(matrix.shape[1], 1)
+        if self.loss == "ccl":
+            return float(np.clip(CCL_AUTO_LR / per_user, CCL_LR_MIN, CCL_LR_MAX))
         rate = min(AUTO_LR / per_user, AUTO_LR_ITEM * np.sqrt(per_item))
         return float(np.clip(rate, AUTO_LR_MIN, AUTO_LR_MAX))
+
+    def _resolve_negative_weight(self, matrix, fresh):
+        """``loss="ccl"``'s negative weight: ``negative_weight``, or its ``"auto"`` value
+        from the density of the first fit's matrix (kept when training continues)."""
+        if not isinstance(self.negative_weight, str):
+            return float(self.negative_weight)
+        if not fresh and hasattr(self, "negative_weight_"):
+            return self.negative_weight_
+        density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
+        return float(CCL_NEGATIVE_WEIGHT / np.sqrt(density))
 
     def _epoch_order(self, matrix, epoch, out=None, indptr=None):
         """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
@@ -941,9 +1005,20 @@ class WARPFactorizer(FactorRecommender):
         own; the conditional and cross-parameter rules follow as code.
         """
         validate_params(self, self._parameter_constraints)
-        if self.negative_sampling == "popularity" and self.loss != "bpr":
-            raise ValueError("negative_sampling='popularity' is only available with loss='bpr': "
-                             "WARP's rank estimate assumes uniformly drawn negatives.")
+        if self.negative_sampling == "popularity" and self.loss not in ("bpr", "ccl"):
+            raise ValueError("negative_sampling='popularity' is only available with loss='bpr' "
+                             "or 'ccl': the rank estimates of the WARP and ordinal losses "
+                             "assume uniformly drawn negatives.")
+        if self.loss == "ccl":
+            for name, unused in (("rank_estimator", self.rank_estimator != "sampled"),
+                                 ("max_norm", self.max_norm is not None),
+                                 ("alpha", not isinstance(self.alpha, str) and self.alpha > 0)):
+                if unused:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} does not apply to loss='ccl': its "
+                        f"rows are kept at unit norm (scores are cosines), so there is no "
+                        f"rank estimate, norm bound or weight decay; leave {name} at its "
+                        f"default.")
         kos_k, kos_n = 1, 1
         if self.loss == "ordinal":
             kos_n = check_positive_int(self.n, "n")
@@ -968,6 +1043,7 @@ class WARPFactorizer(FactorRecommender):
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
                     epochs=int(self.epochs), max_sampled=int(self.max_sampled),
                     max_violators=int(self.max_violators), violators=self.max_violators > 1,
+                    n_negatives=int(self.n_negatives), cosine=self.loss == "ccl",
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
@@ -1099,6 +1175,9 @@ class WARPFactorizer(FactorRecommender):
                                           f32)
         self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
                                           f32)
+        if config["cosine"]:   # loss="ccl" keeps every row at unit norm
+            _unit_rows(self.user_factors_)
+            _unit_rows(self.item_factors_)
         self.item_biases_ = aligned_full(n_items, 0.0, f32)
         self.user_grad_sq_ = aligned_full((n_users, d), 1.0, f32)
         self.item_grad_sq_ = aligned_full((n_items, d), 1.0, f32)
@@ -1135,6 +1214,7 @@ class WARPFactorizer(FactorRecommender):
             item_grad_sq=self.item_grad_sq_, bias_grad_sq=self.bias_grad_sq_,
             seed=np.array(self.seed_, dtype=np.uint64), epochs_done=np.array(self.epochs_done_),
             alpha=np.array(self.alpha_), learning_rate=np.array(self.learning_rate_),
+            negative_weight=np.array(self.negative_weight_),
             validation_scores=np.array(self.validation_scores_, dtype=np.float64),
             history=np.array(json.dumps(self.history_)),
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
@@ -1224,6 +1304,10 @@ class WARPFactorizer(FactorRecommender):
             model.train_matrix_ = sp.csr_matrix(
                 (data["train_data"], data["train_indices"], data["train_indptr"]),
                 shape=(n_users, n_items))
+            # files written before loss="ccl" existed hold no negative weight
+            model.negative_weight_ = (float(data["negative_weight"]) if "negative_weight" in data
+                                      else model._resolve_negative_weight(model.train_matrix_,
+                                                                          True))
             model.user_ids_ = _decode_ids(data, "user")
             model.item_ids_ = _decode_ids(data, "item")
             if "user_feature_factors" in data:
@@ -1325,6 +1409,12 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _unit_rows(matrix):
+    """Rescale the non-zero rows of a float32 matrix to unit norm, in place."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
 
 
 def _decay_share(features):

@@ -31,6 +31,20 @@ AUTO_ALPHA = 3.5
 AUTO_ALPHA_LR_CAP = 0.05
 AUTO_ALPHA_MAX = 0.03
 
+#: ``loss="ccl"``: ``learning_rate="auto"`` is ``CCL_AUTO_LR / positives per user``
+#: clipped to ``[CCL_LR_MIN, CCL_LR_MAX]``: three times WARP's first term and bounds (a
+#: CCL step moves unit rows along differences of unit vectors, a smaller gradient than
+#: WARP's rank-weighted hinge). Without WARP's per-item bound: on the long-tail set a
+#: faster rate trained better, not worse (docs/design.md).
+CCL_AUTO_LR = 1.4
+CCL_LR_MIN = 0.06
+CCL_LR_MAX = 0.3
+#: ``negative_weight="auto"`` is ``CCL_NEGATIVE_WEIGHT / sqrt(density)``, density =
+#: positives / (users x items) of the first fit's matrix: the sparser the matrix, the less
+#: likely a uniformly drawn negative is an unobserved positive, and the rarer a hard
+#: negative is among the draws, so their mean hinge weighs more.
+CCL_NEGATIVE_WEIGHT = 2.5
+
 #: A configuration tuned on the ML-100K benchmark split alone (d = 64), kept for
 #: ``warprec fit --tuned`` and the speed benchmark's "tuned" pair: the values that 0.1's
 #: automatic decay gave there (alpha 0.009 at this rate). It is not a default for other

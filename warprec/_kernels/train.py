@@ -51,6 +51,7 @@ from .updates import (_dot, bpr_terms, list_step, list_update, pair_update, rank
 LOSS_WARP = 0
 LOSS_BPR = 1
 LOSS_ORDINAL = 2
+LOSS_CCL = 3
 
 #: Columns of the per-thread statistics (``Work.stats``) filled by :func:`train_epoch`.
 STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3, 4
@@ -90,6 +91,9 @@ class Settings(NamedTuple):
     max_sampled: int            # maximum negative draws per positive (WARP), or the
     #                             negatives of an ordinal list
     max_violators: int          # WARP: violators collected per positive (<= max_sampled)
+    n_negatives: int            # CCL: negatives drawn per positive
+    margin: np.float32          # CCL: negatives with a cosine above it are pushed away
+    negative_weight: np.float32  # CCL: weight of the negatives' mean hinge
     kos_k: int                  # k-OS: with kos_n > 1 the positive is the kos_k-th best
     kos_n: int                  # of kos_n of the user's positives (ordinal: list length)
     rank_table: np.ndarray      # float64: L(r) for r = 0..n_items
@@ -117,7 +121,7 @@ class Work(NamedTuple):
 
 class Mode(NamedTuple):
     """What an epoch kernel does; each distinct mode is a compiled variant."""
-    loss: int                   # LOSS_WARP, LOSS_BPR or LOSS_ORDINAL
+    loss: int                   # LOSS_WARP, LOSS_BPR, LOSS_ORDINAL or LOSS_CCL
     exact_rank: bool            # WARP: score every negative instead of the geometric estimate
     adagrad: bool               # Adagrad steps (else plain SGD)
     clip: bool                  # max-norm on the rows an update touches (Settings.max_norm)
@@ -672,13 +676,20 @@ def epoch_kernel(mode):
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
     epoch, chunk)``; returns ``True`` if every update stayed finite."""
     if mode.features:
-        if (mode.loss == LOSS_ORDINAL or mode.exact_rank or mode.clip or mode.prefetch
+        if (mode.loss in (LOSS_ORDINAL, LOSS_CCL) or mode.exact_rank or mode.clip or mode.prefetch
                 or mode.freeze_items or mode.violators):
             raise ValueError("the hybrid model trains WARP (estimated ranks, one violator) "
                              "or BPR, without max-norm, prefetching or frozen items")
         from .features import features_epoch   # (it builds on this module's helpers)
 
         return features_epoch(mode.loss == LOSS_BPR, bool(mode.adagrad))
+    if mode.loss == LOSS_CCL:
+        if mode.exact_rank or mode.clip or mode.prefetch or mode.violators:
+            raise ValueError("the cosine contrastive loss has neither exact ranks, max-norm, "
+                             "prefetching nor several violators")
+        from .ccl import ccl_epoch   # (it builds on this module's helpers)
+
+        return ccl_epoch(bool(mode.adagrad), bool(mode.freeze_items), bool(mode.parallel))
     if mode.loss == LOSS_ORDINAL:
         if mode.exact_rank or mode.prefetch or mode.freeze_items:
             raise ValueError("the ordinal loss has neither exact ranks, prefetching nor "

@@ -1,0 +1,191 @@
+"""The cosine contrastive loss (``loss="ccl"``): its kernel against the slow reference of
+tests/naive.py, and the estimator's rules for it."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import naive
+from kernel_calls import run_epoch
+from warprec import WARPFactorizer
+from warprec._kernels import train
+from warprec.baselines import PopularityRecommender
+from warprec.datasets import make_interactions
+from warprec.metrics import evaluate
+
+
+def _unit(a):
+    return (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _problem(seed, n_users=14, n_items=60, d=6, density=0.15):
+    gen = np.random.default_rng(seed)
+    X = sp.random(n_users, n_items, density=density, format="csr", random_state=seed,
+                  dtype=np.float32)
+    X.data[:] = 1.0
+    X.sort_indices()
+    X.indices = X.indices.astype(np.int32)
+    U = _unit(gen.standard_normal((n_users, d)))
+    V = _unit(gen.standard_normal((n_items, d)))
+    return X, U, V, gen
+
+
+@pytest.mark.parametrize("adagrad,freeze_items,d,margin", [
+    (True, False, 6, 0.3),
+    # the fixed-width dot product of the default dimension (same compiled variant)
+    (True, False, 64, 0.0),
+    (False, False, 6, -0.2),
+    (True, True, 6, 0.3),
+])
+def test_epoch_matches_reference(adagrad, freeze_items, d, margin):
+    """One epoch follows the reference step for step: the same draws, the hinge of the
+    positive and of every negative within the margin, sphere steps in the same order."""
+    X, U, V, gen = _problem(5, d=d)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    order = gen.permutation(X.nnz)
+    b = np.zeros(X.shape[1], np.float32)
+    fast = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    slow = [U.copy(), V.copy(), np.ones_like(U), np.ones_like(V)]
+    table = np.zeros(X.shape[1] + 1)
+    ok, work = run_epoch(fast, X, order, table, loss=train.LOSS_CCL, adagrad=adagrad,
+                         learning_rate=0.2, seed=99, epoch=4, sample_weight=weights,
+                         n_negatives=7, margin=margin, negative_weight=3.0,
+                         freeze_items=freeze_items)
+    assert ok
+    naive.ccl_epoch(*slow, X, weights, order, lr=0.2, n_negatives=7, margin=margin,
+                    negative_weight=3.0, adagrad=adagrad, seed=99, epoch=4,
+                    freeze_items=freeze_items)
+    for got, want in zip([fast[0], fast[1], fast[3], fast[4]], slow):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(np.linalg.norm(fast[0], axis=1), 1.0, rtol=1e-6)
+    assert not fast[2].any()   # no item biases
+    if freeze_items:
+        np.testing.assert_array_equal(fast[1], V)
+    else:
+        assert not np.array_equal(fast[1], V)
+    stats = work.stats[0]
+    assert stats[train.STAT_SAMPLES] == X.nnz
+    assert stats[train.STAT_TRIALS] == 7 * X.nnz
+
+
+def test_loss_statistic_is_the_reference_loss():
+    """The epoch's loss column sums ``w (1 - c_i) + w m/N sum_j relu(c_j - margin)`` with
+    the cosines of the moment each is taken: with lr = 0 nothing moves, so it is the loss
+    of the starting rows."""
+    X, U, V, gen = _problem(8)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    params = [U.copy(), V.copy(), np.zeros(X.shape[1], np.float32), np.ones_like(U),
+              np.ones_like(V), np.ones(X.shape[1], np.float32)]
+    ok, work = run_epoch(params, X, np.arange(X.nnz), np.zeros(X.shape[1] + 1),
+                         loss=train.LOSS_CCL, learning_rate=0.0, seed=3, n_negatives=5,
+                         margin=0.1, negative_weight=4.0, sample_weight=weights)
+    assert ok
+    want = 0.0
+    rank = 0.0
+    for p in range(X.nnz):
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        key = naive.stream_key(3, 0, p)
+        c_i = U[u] @ V[X.indices[p]]
+        want += weights[p] * (1 - c_i)
+        for t in range(5):
+            c_j = U[u] @ V[naive.draw_negative(key, t, row, X.shape[1])]
+            want += weights[p] * 4.0 / 5 * max(c_j - 0.1, 0.0)
+            rank += weights[p] * (c_j >= c_i) / 5
+    assert work.stats[0, train.STAT_LOSS] == pytest.approx(want, rel=1e-5)
+    assert work.stats[0, train.STAT_RANK_LOSS] == pytest.approx(rank, rel=1e-6)
+
+
+def test_two_threads_keep_unit_rows():
+    """Hogwild slices racing on shared rows: every row stays finite at unit norm."""
+    X, U, V, gen = _problem(9, n_users=60, n_items=40, density=0.3)
+    params = [U.copy(), V.copy(), np.zeros(X.shape[1], np.float32), np.ones_like(U),
+              np.ones_like(V), np.ones(X.shape[1], np.float32)]
+    ok, _ = run_epoch(params, X, gen.permutation(X.nnz), np.zeros(X.shape[1] + 1),
+                      loss=train.LOSS_CCL, n_threads=2, n_negatives=6)
+    assert ok
+    for a in params[:2]:
+        np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
+    assert not np.array_equal(params[1], V)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_interactions(300, 120, 3000, random_state=0)
+
+
+def _model(**params):
+    return WARPFactorizer(**dict(dict(loss="ccl", n_components=8, epochs=4, n_threads=1,
+                                      n_negatives=20), **params))
+
+
+def test_scores_are_cosines_and_fits_reproduce(data):
+    model = _model().fit(data)
+    np.testing.assert_allclose(np.linalg.norm(model.user_factors_, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
+    assert not model.item_biases_.any()
+    assert model.alpha_ == 0.0
+    scores = model.predict(np.array([0, 1]), np.array([3, 4]))
+    np.testing.assert_allclose(scores, np.sum(model.user_factors_[[0, 1]]
+                                              * model.item_factors_[[3, 4]], axis=1), rtol=1e-6)
+    again = _model().fit(data)
+    np.testing.assert_array_equal(model.user_factors_, again.user_factors_)
+    np.testing.assert_array_equal(model.item_factors_, again.item_factors_)
+    assert model.history_[-1]["mean_trials"] == 20
+
+
+def test_learns_more_than_popularity(data):
+    """On data with structure, the cosine model ranks held-out positives above the
+    popularity ranking."""
+    coo = data.tocoo()
+    held = np.random.default_rng(0).random(coo.nnz) < 0.2
+    train_m, test_m = (sp.csr_matrix((coo.data[m], (coo.row[m], coo.col[m])), shape=data.shape)
+                       for m in (~held, held))
+    model = _model(epochs=20, n_components=16, learning_rate=0.1, margin=0.6,
+                   negative_weight=5.0).fit(train_m)
+    pop = PopularityRecommender(n_threads=1).fit(train_m)
+    ours = evaluate(model, test_m, train=train_m, k=10)["ndcg@10"]
+    theirs = evaluate(pop, test_m, train=train_m, k=10)["ndcg@10"]
+    assert ours > 1.2 * theirs, (ours, theirs)
+
+
+def test_fold_in_starts_from_the_items_direction(data):
+    """New users' rows are unit rows (from the direction of their items' sum), the same
+    on every call; a row without positives stays zero."""
+    model = _model().fit(data)
+    rows = data[:5].toarray()
+    rows[4] = 0
+    folded = model.fold_in(rows)
+    np.testing.assert_allclose(np.linalg.norm(folded[:4], axis=1), 1.0, rtol=1e-5)
+    assert not folded[4].any()
+    np.testing.assert_array_equal(folded, model.fold_in(rows))
+    # the epochs move the rows from the direction of the sum of the user's items
+    start = _unit(rows[:4] @ model.item_factors_)
+    cosines = np.sum(folded[:4] * start, axis=1)
+    assert (cosines < 1 - 1e-4).all() and (cosines > 0.5).all(), cosines
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(alpha=0.01), "alpha=0.01 does not apply to loss='ccl'"),
+    (dict(max_norm=1.0), "max_norm=1.0 does not apply"),
+    (dict(rank_estimator="exact"), "rank_estimator='exact' does not apply"),
+    (dict(max_violators=3), "max_violators > 1 applies to the WARP losses"),
+    (dict(margin=1.5), "margin"),
+    (dict(negative_weight=0.0), "negative_weight"),
+    (dict(n_negatives=0), "n_negatives"),
+])
+def test_parameters_that_do_not_apply_are_errors(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        _model(**params).fit(data)
+
+
+def test_side_features_are_an_error(data):
+    features = sp.identity(data.shape[1], format="csr", dtype=np.float32)
+    with pytest.raises(ValueError, match="side features are supported with"):
+        _model().fit(data, item_features=features)
+
+
+def test_popularity_negatives(data):
+    model = _model(negative_sampling="popularity").fit(data)
+    assert np.isfinite(model.user_factors_).all()
+    assert not np.array_equal(model.item_factors_, _model().fit(data).item_factors_)

@@ -1,0 +1,174 @@
+"""Hogwild epoch kernel of the cosine contrastive loss (``loss="ccl"``).
+
+The loss of Mao, Zhu, Wang, Zheng, Wu, Tang & He 2021, "SimpleX: A Simple and Strong
+Baseline for Collaborative Filtering" (CIKM 2021), sec. 3.2 ("Cosine Contrastive
+Loss"): for a positive ``(u, i)`` and ``N`` negatives ``j`` drawn for it,
+
+    L = max(0, 1 - cos(u, i)) + (w / N) * sum_j max(0, cos(u, j) - m)
+
+with the margin ``m`` (``Settings.margin``) and the negatives' weight ``w``
+(``Settings.negative_weight``; it multiplies their *mean*).
+
+Here every factor row is kept at unit norm, so ``cos(u, i) = <U[u], V[i]>`` and the
+model's scores (item biases stay 0) are the cosines without a division. A step descends
+the cosines' gradient on the sphere (``d cos(x, y) / dx = y - cos(x, y) x`` at unit
+norms, the component of ``y`` orthogonal to ``x``), Adagrad-scaled or plain, and
+projects the row back onto the sphere (Riemannian SGD with the normalisation as its
+retraction). Weight decay has no effect on rows of fixed norm, so there is none.
+
+The draws are uniform over the user's negatives (or follow ``Positives.neg_cdf``), ``N``
+of them with replacement from the sample's stream ``(seed, epoch, sample)``; the kernel
+reuses the epoch structure of :mod:`.train` (chunks claimed from a shared counter, one
+slice per thread, statistics per slice) and is compiled per mode in the same way
+(:func:`ccl_epoch`, chosen by ``train.epoch_kernel``).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ._flags import JIT, JIT_NO_NRT, PJIT_NO_NRT
+from .config import FIXED_D, SAMPLES_AHEAD
+from .negatives import draw_negative, filter_shift
+from .rng import stream_key
+from .train import _close_slice, next_position, prefetch_ids, sample_at
+from .updates import _dot
+
+
+@njit(inline="always", **JIT)
+def cosine(U, V, u, j):
+    """``<U[u], V[j]>``: the cosine of two unit rows (the unrolled dot product at the
+    default dimension, as in WARP's negative trials)."""
+    if U.shape[1] == FIXED_D:
+        return _dot(U, V, u, j, FIXED_D)
+    return _dot(U, V, u, j, U.shape[1])
+
+
+@njit(inline="always", **JIT)
+def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
+    """Step ``P[r]`` along ``-buf[grad_row]`` (divided per coordinate by the root of the
+    Adagrad accumulator ``G[r] + g^2`` when ``adagrad``), then rescale it to unit norm.
+
+    The new row is proposed in ``buf[1]`` (its accumulators in ``buf[2]``) and written
+    only if its norm is finite and positive; returns whether it was written."""
+    sq = np.float32(0.0)
+    for f in range(P.shape[1]):
+        g = buf[grad_row, f]
+        if adagrad:
+            a = G[r, f] + g * g
+            buf[2, f] = a
+            x = P[r, f] - lr * g / np.sqrt(a)
+        else:
+            x = P[r, f] - lr * g
+        buf[1, f] = x
+        sq += x * x
+    if not (np.isfinite(sq) and sq > 0):
+        return False
+    inv = np.float32(1.0) / np.sqrt(sq)
+    for f in range(P.shape[1]):
+        P[r, f] = buf[1, f] * inv
+        if adagrad:
+            G[r, f] = buf[2, f]
+    return True
+
+
+@njit(inline="always", **JIT)
+def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
+               n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
+    """One step on the loss of positive ``(u, i)`` with sample weight ``w`` (see the module
+    docstring), its ``n_negatives`` draws at positions ``0 .. n_negatives - 1`` of stream
+    ``key``.
+
+    The user's gradient is summed in ``buf[0]`` from the item rows as they are before
+    each moves; the positive's row, then each negative's row within the margin, step
+    as they are met (Hogwild-style, as WARP's list step), and the user row steps last.
+    ``buf[3]`` holds an item row's gradient. Returns ``(ok, loss, above)``: whether
+    every write was finite, the sample's weighted loss, and how many of the draws score
+    at least the positive (an estimate of its rank among the negatives, reported in the
+    epoch statistics).
+    """
+    d = U.shape[1]
+    c_i = cosine(U, V, u, i)
+    pull = np.float32(w) if c_i < 1 else np.float32(0.0)   # (the hinge is flat at 1)
+    loss = pull * (np.float32(1.0) - c_i)
+    for f in range(d):
+        buf[0, f] = -pull * (V[i, f] - c_i * U[u, f])
+        buf[3, f] = -pull * (U[u, f] - c_i * V[i, f])
+    if not freeze_items and pull != 0:
+        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
+            return False, loss, 0
+    push = np.float32(w * negative_weight / n_negatives)
+    above = 0
+    for t in range(n_negatives):
+        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, t)
+        c_j = cosine(U, V, u, j)
+        above += c_j >= c_i
+        if c_j > margin:
+            loss += push * (c_j - margin)
+            for f in range(d):
+                buf[0, f] += push * (V[j, f] - c_j * U[u, f])
+                buf[3, f] = push * (U[u, f] - c_j * V[j, f])
+            if not freeze_items:
+                if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
+                    return False, loss, above
+    return sphere_step(U, GU, u, buf, 0, lr, adagrad), loss, above
+
+
+def ccl_epoch(adagrad, freeze_items, parallel):
+    """The epoch kernel of one CCL mode (compiled on its first call), with the structure
+    of ``train._pairwise_epoch``: a ``prange`` over ``work.stats.shape[0]`` slices (one
+    slice, serially, without ``parallel``) that claim chunks of ``order`` and visit their
+    positives. ``adagrad, freeze_items, parallel`` are constants of the closure.
+
+    Statistics per slice (``Work.stats``): samples, updates, negatives scored, the
+    weighted loss, and ``w * (draws scoring at least the positive) / n_negatives`` in
+    the rank-loss column (the rank of the positive as a share of the negatives).
+    """
+
+    def ccl_variant(params, positives, settings, work, order, epoch, chunk):
+        n_slices = work.stats.shape[0] if parallel else 1
+        for thread in prange(n_slices):
+            U, V = params.user_factors, params.item_factors
+            GU, GV = params.user_grad_sq, params.item_grad_sq
+            indptr, indices = positives.indptr, positives.indices
+            sample_users, sample_weight = positives.users, positives.sample_weight
+            neg_cdf, filt = positives.neg_cdf, positives.filt
+            lr, seed = settings.learning_rate, settings.seed
+            n_negatives = settings.n_negatives
+            margin, negative_weight = settings.margin, settings.negative_weight
+            stop = work.stop
+            n_items = V.shape[0]
+            shift = filter_shift(filt.shape[1], n_items)
+            buf = work.scratch[thread]
+            ok = True
+            n_samples = 0
+            n_updates = 0
+            n_trials = 0
+            loss_sum = 0.0
+            rank_sum = 0.0
+            cur = hi = 0
+            while not stop[0]:
+                s, cur, hi, _ = next_position(work.next_chunk, chunk, order.shape[0], cur, hi)
+                if s < 0:
+                    break
+                prefetch_ids(sample_users, indices, sample_weight, order, s + 2 * SAMPLES_AHEAD,
+                             hi)
+                p, u, start, end, n_neg = sample_at(order, s, sample_users, indptr, n_items)
+                n_samples += 1
+                if n_neg <= 0:
+                    continue
+                w = sample_weight[p]
+                ok, loss, above = ccl_sample(
+                    U, V, GU, GV, u, indices[p], w, indices, start, end, n_items, neg_cdf,
+                    filt, shift, stream_key(seed, epoch, p), n_negatives, margin,
+                    negative_weight, lr, buf, adagrad, freeze_items)
+                n_trials += n_negatives
+                loss_sum += loss
+                rank_sum += w * above / n_negatives
+                n_updates += 1
+                if not ok:
+                    break
+            _close_slice(work.stats[thread], stop, ok, n_samples, n_updates, n_trials, loss_sum,
+                         rank_sum)
+        return not work.stop[0]
+
+    return njit(**(PJIT_NO_NRT if parallel else JIT_NO_NRT))(ccl_variant)

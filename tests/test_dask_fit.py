@@ -6,6 +6,7 @@ its own rows, so the result does not depend on how the workers' kernels interlea
 """
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -149,7 +150,9 @@ def test_a_lost_worker_fails_the_fit_with_a_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "raised: Distributed training failed while training (epoch 1)" in proc.stdout
+    # (the worker leaves during epoch 1, or a later one when the machine is busy)
+    assert re.search(r"raised: Distributed training failed while training \(epoch [1-7]\)",
+                     proc.stdout), proc.stdout
     assert "No model is returned" in proc.stdout
 
 

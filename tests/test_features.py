@@ -39,8 +39,9 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
     return train.train_epoch(mode, fparams, positives, settings, work, order, epoch)
 
 
-@pytest.mark.parametrize("loss,adagrad", [(train.LOSS_WARP, True), (train.LOSS_WARP, False),
-                                          (train.LOSS_BPR, True)])
+# (WARP with Adagrad is the variant the estimator's tests compile anyway; BPR with plain SGD
+# covers the other loss and the other step in one more compiled variant)
+@pytest.mark.parametrize("loss,adagrad", [(train.LOSS_WARP, True), (train.LOSS_BPR, False)])
 def test_hybrid_epoch_matches_reference(loss, adagrad):
     """Users and items with several weighted features each (shared between entities):
     one kernel epoch follows the reference update by update."""

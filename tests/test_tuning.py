@@ -161,7 +161,7 @@ def test_cosine_loss_space(X):
     """``CCL_SEARCH_SPACE``: its trials train the cosine loss and compete with the WARP
     defaults (trial 0)."""
     WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(X)  # compile
-    out = tune(X, time_budget=10, n_threads=1, max_epochs=6,
+    out = tune(X, time_budget=5, n_threads=1, max_epochs=6,
                search_space=dict(CCL_SEARCH_SPACE, n_negatives=[20]))
     trials = out.trials
     assert (trials.loc[trials["trial"] > 0, "loss"] == "ccl").all()

@@ -485,9 +485,9 @@ class WARPFactorizer(FactorRecommender):
         each epoch visits the rows in order, each row's positives in a shuffled order of
         their own, and the draws of a positive are keyed by its position in
         ``user_items``: a row folded in alone gets the embedding it gets as the first row
-        of a batch. Up to ``FOLD_IN_PARALLEL_FROM`` positives they are computed on one thread and are
-        bit-identical across calls, above it on the model's ``n_threads`` (Hogwild, like
-        ``fit``), where they agree only statistically. Not available for
+        of a batch. Up to ``FOLD_IN_PARALLEL_FROM`` positives they are computed on one
+        thread and are bit-identical across calls, above it on the model's ``n_threads``
+        (Hogwild, like ``fit``), where they agree only statistically. Not available for
         ``loss="ordinal"``.
         """
         self._check_fitted()
@@ -531,8 +531,7 @@ class WARPFactorizer(FactorRecommender):
         params = _train.Parameters(users_out, self.item_factors_, self.item_biases_,
                                    aligned_full((matrix.shape[0], d), 1.0, np.float32),
                                    self.item_grad_sq_, self.bias_grad_sq_)
-        work = _train.make_work(mode, n_threads, d, matrix.shape[1], config["max_sampled"],
-                                config["kos_n"])
+        work = _make_work(mode, n_threads, d, matrix.shape[1], config)
         order = np.empty(matrix.nnz, np.int64)
         rows = np.arange(matrix.shape[0], dtype=np.int64)
         for epoch in range(n_epochs):
@@ -616,8 +615,7 @@ class WARPFactorizer(FactorRecommender):
                                      and not (ordinal or hybrid or config["cosine"])),
                            features=hybrid, parallel=n_threads > 1,
                            violators=config["violators"])
-        work = _train.make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1],
-                                config["max_sampled"], config["kos_n"])
+        work = _make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1], config)
         progress = _progress(config["epochs"], self.verbose)
         try:
             self._epochs(config, matrix, mode, positives, settings, work, progress, callback,
@@ -1409,6 +1407,20 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _make_work(mode, n_threads, d, n_items, config):
+    """The kernel's work arrays (``_train.make_work``), or a ValueError that names the
+    parameter when they do not fit in memory (their rows hold ``max_sampled`` entries)."""
+    try:
+        return _train.make_work(mode, n_threads, d, n_items, config["max_sampled"],
+                                config["kos_n"])
+    except MemoryError:
+        raise ValueError(
+            f"max_sampled={config['max_sampled']} is too large: the training kernel's work "
+            f"arrays hold max_sampled entries per thread and do not fit in memory. Lower "
+            f"max_sampled (a few hundred draws estimate ranks among catalogues of tens of "
+            f"thousands of items).") from None
 
 
 def _unit_rows(matrix):

@@ -65,8 +65,7 @@ SEARCH_SPACE = types.MappingProxyType({
 
 #: A search space over the cosine contrastive loss (``loss="ccl"``), for
 #: ``tune(X, search_space=CCL_SEARCH_SPACE)``: its trials compete with the WARP defaults
-#: like any other. On large sparse catalogues (amazon-book in benchmarks/README.md) it
-#: finds better models than the default space.
+#: like any other.
 #:
 #: ================  ===========================================
 #: loss              "ccl"

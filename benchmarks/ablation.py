@@ -41,6 +41,7 @@ OPTIONS = {
     "violators, 300 draws": dict(max_violators=10, max_sampled=300),
     "d=128, violators": dict(n_components=128, max_violators=10, max_sampled=300, epochs=15),
     "ccl": dict(loss="ccl", epochs=40),
+    "ccl, d=128": dict(loss="ccl", n_components=128, epochs=30),
 }
 DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
 SEEDS = (1, 2)

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 import naive
 from kernel_calls import run_epoch
+from test_train_kernel import _problem as kernel_problem
 from warprec import WARPFactorizer
 from warprec._kernels import train
 from warprec.baselines import PopularityRecommender
@@ -19,15 +20,9 @@ def _unit(a):
 
 
 def _problem(seed, n_users=14, n_items=60, d=6, density=0.15):
-    gen = np.random.default_rng(seed)
-    X = sp.random(n_users, n_items, density=density, format="csr", random_state=seed,
-                  dtype=np.float32)
-    X.data[:] = 1.0
-    X.sort_indices()
-    X.indices = X.indices.astype(np.int32)
-    U = _unit(gen.standard_normal((n_users, d)))
-    V = _unit(gen.standard_normal((n_items, d)))
-    return X, U, V, gen
+    """The kernel tests' small problem (tests/test_train_kernel.py), its rows unit rows."""
+    X, U, V, _, gen = kernel_problem(seed, n_users, n_items, d, density)
+    return X, _unit(U), _unit(V), gen
 
 
 @pytest.mark.parametrize("adagrad,freeze_items,d,margin", [

@@ -149,8 +149,8 @@ class WARPFactorizer(FactorRecommender):
         options do not apply (setting ``alpha``, ``max_norm`` or ``rank_estimator`` is
         an error). :meth:`fold_in` starts a new user at the direction of the sum of the
         user's items. Measured on the benchmark family (benchmarks/README.md), it wins
-        on large sparse catalogues (amazon-book) and loses to WARP on the MovieLens sets,
-        so WARP stays the default.
+        on amazon-book and loses to WARP on the MovieLens sets and the synthetic long
+        tail, so WARP stays the default.
     n_negatives : int, default 200
         ``loss="ccl"``: negatives drawn per positive (with replacement).
     margin : float, default 0.8

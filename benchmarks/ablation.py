@@ -10,8 +10,10 @@ an option sets ``n_components``), trained for its own number of epochs (60 unles
 ``epochs``) with seeds 1 and 2 on 2 threads; the data sets, splits, evaluator and test-user
 samples are those of ``defaults.py`` (``_family.py``, ``_common.Scorer``). LightFM's column
 is its best grid point of ``defaults.py`` re-measured with the same seeds (part
-``remeasure`` there), read from ``results/defaults.jsonl``; implicit has no WARP loss and
-its BPR rows are in ``run.py``'s tables. Runs append to ``results/ablation.jsonl`` (a rerun
+``remeasure`` there), read from ``results/defaults.jsonl``. implicit has no WARP loss:
+``--implicit`` trains its ALS and BPR over the small grids of ``IMPLICIT_GRIDS`` (d = 64,
+its default iterations, the same seeds and threads), and the report gives the best grid
+point (mean over the seeds) of each. Runs append to ``results/ablation.jsonl`` (a rerun
 of a data set, option and seed replaces the earlier one in the report), and the report is
 ``results/ablation.md``. ``--all-users`` scores every test user of amazon-book and the
 synthetic sets instead of the fixed sample (recorded as its own data set name).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +46,13 @@ OPTIONS = {
     "ccl": dict(loss="ccl", epochs=40),
     "ccl, d=128": dict(loss="ccl", n_components=128, epochs=30),
 }
+#: implicit's models and the grid points tried (their other parameters at implicit's
+#: defaults: ALS 15 iterations, BPR 100).
+IMPLICIT_GRIDS = {
+    "implicit ALS": [dict(alpha=a, regularization=r) for a in (1.0, 10.0, 40.0, 100.0)
+                     for r in (0.01, 0.1, 1.0)],
+    "implicit BPR": [dict(learning_rate=lr, regularization=0.01) for lr in (0.01, 0.05)],
+}
 DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
 SEEDS = (1, 2)
 EPOCHS = 60
@@ -54,6 +64,8 @@ def main(argv=None):
     parser.add_argument("--option", action="append", choices=tuple(OPTIONS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--all-users", action="store_true")
+    parser.add_argument("--implicit", action="store_true",
+                        help="train implicit's ALS and BPR grids instead of the options")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--report", action="store_true", help="only write the report")
     args = parser.parse_args(argv)
@@ -66,20 +78,52 @@ def main(argv=None):
                 continue
             label = name + (" (all users)" if args.all_users and sample else "")
             scorer = Scorer(ds, args.threads)
+            if args.implicit:
+                for option, grid in IMPLICIT_GRIDS.items():
+                    for params in grid:
+                        for seed in SEEDS:
+                            f = run_implicit(ds, scorer, option, params, seed, args.threads)
+                            _append(args.out, dict(data=label, option=option, params=params,
+                                                   seed=seed, threads=args.threads, final=f))
+                continue
             for option in args.option or OPTIONS:
                 params = dict(OPTIONS[option])
                 for seed in SEEDS:
                     result = run_warprec(ds, scorer, params, seed=seed, max_epochs=EPOCHS,
                                          n_threads=args.threads, every=10**9)
                     f = result["final"]
-                    row = dict(data=label, option=option, params=params, seed=seed,
-                               threads=args.threads, final=f)
-                    with open(args.out, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(f"{label:30s} {option:24s} seed {seed} ep {f['epoch']:3d} "
-                          f"ndcg@10 {f['ndcg@10']:.4f} r@20 {f['recall@20']:.4f} "
-                          f"{f['seconds']:.1f} s", flush=True)
+                    _append(args.out, dict(data=label, option=option, params=params,
+                                           seed=seed, threads=args.threads, final=f))
     report(args.out)
+
+
+def _append(out, row):
+    with open(out, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+    f = row["final"]
+    print(f"{row['data']:30s} {row['option']:24s} {json.dumps(row['params'])} seed "
+          f"{row['seed']} ep {f['epoch']:3d} ndcg@10 {f['ndcg@10']:.4f} "
+          f"r@20 {f['recall@20']:.4f} {f['seconds']:.1f} s", flush=True)
+
+
+def run_implicit(ds, scorer, option, params, seed, n_threads):
+    """One implicit model (``option``: "implicit ALS" or "implicit BPR") with ``params``
+    on top of implicit's defaults, d = 64, BLAS on one thread: its scores and seconds."""
+    from _common import N_COMPONENTS, blas_limit
+
+    if option == "implicit ALS":
+        from implicit.cpu.als import AlternatingLeastSquares as Model
+    else:
+        from implicit.cpu.bpr import BayesianPersonalizedRanking as Model
+    # (a Generator: implicit derives its sampler's seed from it)
+    model = Model(factors=N_COMPONENTS, num_threads=n_threads,
+                  random_state=np.random.default_rng(seed), **params)
+    with blas_limit(1):
+        tic = time.perf_counter()
+        model.fit(ds.train, show_progress=False)
+        seconds = time.perf_counter() - tic
+    return dict(epoch=model.iterations, seconds=seconds,
+                **scorer(model.user_factors, model.item_factors, None))
 
 
 def _lightfm(name):
@@ -92,6 +136,20 @@ def _lightfm(name):
             np.mean([r["final"]["recall@20"] for r in runs]), runs[0]["params"])
 
 
+def _best_grid_point(runs):
+    """The cell of the grid point with the best mean NDCG@10 over its seeds."""
+    points = {}
+    for r in runs:
+        points.setdefault(json.dumps(r["params"]), []).append(r["final"])
+    if not points:
+        return "-"
+    key, finals = max(points.items(), key=lambda kv: np.mean([f["ndcg@10"] for f in kv[1]]))
+    params = ", ".join(f"{k}={v}" for k, v in json.loads(key).items())
+    return (f"{np.mean([f['ndcg@10'] for f in finals]):.4f} / "
+            f"{np.mean([f['recall@20'] for f in finals]):.4f} ({params}), "
+            f"{np.mean([f['seconds'] for f in finals]):.0f} s")
+
+
 def report(out):
     if not Path(out).exists():
         print(f"no runs in {out}")
@@ -99,7 +157,8 @@ def report(out):
     rows = {}
     for line in open(out):
         row = json.loads(line)
-        rows[row["data"], row["option"], row["seed"]] = row
+        grid_point = json.dumps(row["params"]) if row["option"] in IMPLICIT_GRIDS else ""
+        rows[row["data"], row["option"], row["seed"], grid_point] = row
     names = list(dict.fromkeys(key[0] for key in rows))
     lines = ["# Quality options against the defaults",
              "",
@@ -108,13 +167,14 @@ def report(out):
              "defaults'. Options: " + "; ".join(f"`{k}` = {json.dumps(v)}"
                                                 for k, v in OPTIONS.items() if v) + ".",
              "",
-             "| data | " + " | ".join(OPTIONS) + " | LightFM best grid point, re-measured |",
-             "|---|" + "---|" * (len(OPTIONS) + 1)]
+             "| data | " + " | ".join(OPTIONS) + " | LightFM best grid point, re-measured | "
+             + " | ".join(f"{name}, best grid point" for name in IMPLICIT_GRIDS) + " |",
+             "|---|" + "---|" * (len(OPTIONS) + 1 + len(IMPLICIT_GRIDS))]
     for name in names:
         cells = []
         base = None
         for option in OPTIONS:
-            runs = [r for (d, o, _), r in rows.items() if d == name and o == option]
+            runs = [r for (d, o, _, _), r in rows.items() if d == name and o == option]
             if not runs:
                 cells.append("-")
                 continue
@@ -130,6 +190,9 @@ def report(out):
         else:
             params = ", ".join(f"{k}={v}" for k, v in lfm[2].items())
             cells.append(f"{lfm[0]:.4f} / {lfm[1]:.4f} ({params})")
+        for option in IMPLICIT_GRIDS:
+            cells.append(_best_grid_point([r for (d, o, _, _), r in rows.items()
+                                           if d == name and o == option]))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     path = Path(out).with_suffix(".md")
     path.write_text("\n".join(lines) + "\n")

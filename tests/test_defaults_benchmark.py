@@ -77,7 +77,8 @@ def test_grid_points_cover_the_product():
 
 def test_ablation_report_means_seeds_ratios_and_reruns(tmp_path, monkeypatch):
     """benchmarks/ablation.py's table: the mean over seeds per option, the ratio to the
-    defaults, a rerun replacing the earlier run, LightFM's re-measured point beside it."""
+    defaults, a rerun replacing the earlier run, LightFM's re-measured point beside it and
+    implicit's best grid point (by its mean over seeds)."""
     import ablation
 
     lightfm = tmp_path / "defaults.jsonl"
@@ -86,19 +87,26 @@ def test_ablation_report_means_seeds_ratios_and_reruns(tmp_path, monkeypatch):
     monkeypatch.setattr(ablation, "DEFAULTS_OUT", lightfm)
     out = tmp_path / "ablation.jsonl"
 
-    def run(option, seed, ndcg):
+    def run(option, seed, ndcg, params=None):
         final = {"epoch": 60, "seconds": 2.0, "ndcg@10": ndcg, "recall@20": 0.5}
-        return json.dumps(dict(data="toy", option=option, params={}, seed=seed, threads=2,
-                               final=final)) + "\n"
+        return json.dumps(dict(data="toy", option=option, params=params or {}, seed=seed,
+                               threads=2, final=final)) + "\n"
 
+    als = "implicit ALS"
     out.write_text(run("defaults", 1, 0.2) + run("defaults", 2, 0.4)
                    + run("violators", 1, 0.9) + run("violators", 1, 0.36)
-                   + run("violators", 2, 0.30))
+                   + run("violators", 2, 0.30)
+                   # grid point a: one seed high, mean 0.2; b: mean 0.25 (the best)
+                   + run(als, 1, 0.35, dict(alpha=1)) + run(als, 2, 0.05, dict(alpha=1))
+                   + run(als, 1, 0.25, dict(alpha=10)) + run(als, 2, 0.25, dict(alpha=10)))
     ablation.report(out)
     row = [line for line in out.with_suffix(".md").read_text().splitlines()
            if line.startswith("| toy")][0]
     cells = [c.strip() for c in row.strip("|").split("|")]
+    n = len(ablation.OPTIONS)
     assert cells[1] == "0.3000 / 0.5000, 2 s"
     assert cells[2] == "0.3300 / 0.5000 (1.100), 2 s"      # the rerun of seed 1 counts
-    assert cells[3:-1] == ["-"] * (len(ablation.OPTIONS) - 2)   # options not run
-    assert cells[-1] == "0.2500 / 0.2500 (learning_rate=0.05)"
+    assert cells[3:n + 1] == ["-"] * (n - 2)   # options not run
+    assert cells[n + 1] == "0.2500 / 0.2500 (learning_rate=0.05)"
+    assert cells[n + 2] == "0.2500 / 0.5000 (alpha=10), 2 s"
+    assert cells[n + 3] == "-"

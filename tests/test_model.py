@@ -171,6 +171,14 @@ def test_not_fitted_errors():
         WARPFactorizer().recommend(0)
 
 
+def test_max_sampled_beyond_memory_is_a_clear_error():
+    """The work arrays hold max_sampled entries per thread: a value they cannot hold is a
+    ValueError that names the parameter, not a MemoryError from numpy."""
+    X = sp.csr_matrix(np.array([[1.0, 0, 1], [0, 1, 0]]))
+    with pytest.raises(ValueError, match=r"max_sampled=1000000000000 is too large"):
+        WARPFactorizer(epochs=1, n_threads=1, max_sampled=10**12).fit(X)
+
+
 @pytest.mark.parametrize("X,match", [
     (sp.csr_matrix((3, 4)), "no positive"),
     (sp.csr_matrix(np.array([[1.0, np.nan]])), "NaN"),

@@ -129,6 +129,14 @@ def test_scores_are_cosines_and_fits_reproduce(data):
     assert model.history_[-1]["mean_trials"] == 20
 
 
+def test_partial_fit_with_new_users_and_items_keeps_unit_rows(data):
+    model = _model(epochs=2).fit(data[:200, :100])
+    model.set_params(epochs=0).partial_fit(data)   # (the new rows as _grow makes them)
+    assert model.user_factors_.shape[0] == data.shape[0]
+    for rows in (model.user_factors_, model.item_factors_):
+        np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, rtol=1e-5)
+
+
 def test_learns_more_than_popularity(data):
     """On data with structure, the cosine model ranks held-out positives above the
     popularity ranking."""

@@ -1107,6 +1107,9 @@ class WARPFactorizer(FactorRecommender):
             old = getattr(self, name)
             setattr(self, name, aligned_full((old.shape[0] + len(fresh),) + old.shape[1:],
                                              np.concatenate([old, fresh.astype(f32)]), f32))
+        if self.loss == "ccl":   # new rows on the sphere too
+            _unit_rows(self.user_factors_[n_users:])
+            _unit_rows(self.item_factors_[n_items:])
         self.user_ids_, self.item_ids_ = user_ids, item_ids
 
     def _sample_weights(self, matrix, sample_weight):

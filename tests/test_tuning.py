@@ -170,6 +170,17 @@ def test_cosine_loss_space(X):
     assert out.best_model.loss == out.best_params["loss"]
 
 
+def test_cli_tune_space_ccl(ratings_csv, capsys):
+    WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(
+        make_interactions(300, 150, 6000))   # compiled before the budget starts
+    code, out, err = _run(["tune", ratings_csv, "--time-budget", 3, "--threads", 1, "--quiet",
+                           "--space", "ccl", "--json"], capsys)
+    assert code == 0, err
+    losses = {row["trial"]: row["loss"] for row in json.loads(out)["trials"]}
+    assert losses[0] == "warp" and len(losses) > 1
+    assert all(loss == "ccl" for trial, loss in losses.items() if trial > 0)
+
+
 def test_tiny_budget_fits_the_defaults_and_warns(X):
     with pytest.warns(WarprecWarning, match="too small for the default parameters' "
                                             "validated fit"):

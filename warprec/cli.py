@@ -140,6 +140,9 @@ def build_parser():
                    help="wall time of the whole search, final refit included (default 120)")
     p.add_argument("--metric", default="ndcg@10",
                    help="validation metric <name>@<k> to maximise (default ndcg@10)")
+    p.add_argument("--space", choices=("warp", "ccl"), default="warp",
+                   help="search space: warp (warprec.tuning.SEARCH_SPACE, default) or ccl "
+                        "(the cosine contrastive loss, warprec.tuning.CCL_SEARCH_SPACE)")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -418,7 +421,7 @@ def cmd_tune(args, out):
     parameters (or JSON) and optionally the best model."""
     import math
 
-    from .tuning import tune
+    from .tuning import CCL_SEARCH_SPACE, tune
 
     if not (math.isfinite(args.time_budget) and args.time_budget > 0):
         raise CLIError(f"--time-budget must be a number of seconds > 0 "
@@ -427,7 +430,8 @@ def cmd_tune(args, out):
         _check_output(args.output)
     data = _read_positives(args.ratings, args)
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
-                  random_state=args.seed, metric=args.metric, verbose=not args.quiet)
+                  random_state=args.seed, metric=args.metric, verbose=not args.quiet,
+                  search_space=CCL_SEARCH_SPACE if args.space == "ccl" else None)
     path = result.best_model.save(args.output) if args.output else None
     trials = result.trials
     if args.json:

@@ -505,7 +505,7 @@ class WARPFactorizer(FactorRecommender):
         users_out = aligned_full((matrix.shape[0], d), 0.0, np.float32)
         if matrix.nnz == 0:
             return users_out
-        if config["cosine"]:
+        if config["loss_code"] == _train.LOSS_CCL:
             # cosine rows start at the direction of the sum of the user's items (a zero row
             # has none), which the epochs then refine
             users_out[:] = matrix.astype(bool).astype(np.float32) @ self.item_factors_
@@ -604,15 +604,15 @@ class WARPFactorizer(FactorRecommender):
         positives = _train.Positives(indptr, matrix.indices, users, weights,
                                      self._grades(matrix, config), neg_cdf, filt)
         settings = self._settings(config, weighting, self.seed_)
-        ordinal = config["loss_code"] == _train.LOSS_ORDINAL
         hybrid = self._hybrid()
         if hybrid and config["violators"]:
             raise ValueError("max_violators > 1 is not available with side features yet; "
                              "set max_violators=1 or fit without features.")
         mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
                            adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           prefetch=(self._outgrows_cache()
-                                     and not (ordinal or hybrid or config["cosine"])),
+                           # (the WARP and BPR kernels prefetch; the others have no such mode)
+                           prefetch=(self._outgrows_cache() and not hybrid and config["loss_code"]
+                                     in (_train.LOSS_WARP, _train.LOSS_BPR)),
                            features=hybrid, parallel=n_threads > 1,
                            violators=config["violators"])
         work = _make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1], config)
@@ -1041,7 +1041,7 @@ class WARPFactorizer(FactorRecommender):
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
                     epochs=int(self.epochs), max_sampled=int(self.max_sampled),
                     max_violators=int(self.max_violators), violators=self.max_violators > 1,
-                    n_negatives=int(self.n_negatives), cosine=self.loss == "ccl",
+                    n_negatives=int(self.n_negatives),
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
@@ -1176,7 +1176,7 @@ class WARPFactorizer(FactorRecommender):
                                           f32)
         self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
                                           f32)
-        if config["cosine"]:   # loss="ccl" keeps every row at unit norm
+        if config["loss_code"] == _train.LOSS_CCL:   # every row is kept at unit norm
             _unit_rows(self.user_factors_)
             _unit_rows(self.item_factors_)
         self.item_biases_ = aligned_full(n_items, 0.0, f32)

@@ -92,8 +92,9 @@ def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, fil
     loss = pull * (np.float32(1.0) - c_i)
     for f in range(d):
         buf[0, f] = -pull * (V[i, f] - c_i * U[u, f])
-        buf[3, f] = -pull * (U[u, f] - c_i * V[i, f])
     if not freeze_items and pull != 0:
+        for f in range(d):
+            buf[3, f] = -pull * (U[u, f] - c_i * V[i, f])
         if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
             return False, loss, 0
     push = np.float32(w * negative_weight / n_negatives)
@@ -106,8 +107,9 @@ def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, fil
             loss += push * (c_j - margin)
             for f in range(d):
                 buf[0, f] += push * (V[j, f] - c_j * U[u, f])
-                buf[3, f] = push * (U[u, f] - c_j * V[j, f])
-            if not freeze_items:
+            if not freeze_items:   # (the items' gradients only when they move)
+                for f in range(d):
+                    buf[3, f] = push * (U[u, f] - c_j * V[j, f])
                 if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
                     return False, loss, above
     return sphere_step(U, GU, u, buf, 0, lr, adagrad), loss, above

@@ -12,12 +12,20 @@ import pytest
 
 from warprec import WARPFactorizer, WarprecWarning, tune
 from warprec.datasets import make_interactions
-from warprec.tuning import CCL_SEARCH_SPACE, SEARCH_SPACE
+from warprec.tuning import CCL_SEARCH_SPACE, SEARCH_SPACE, WARP_SEARCH_SPACE
 
+#: The parameters of the default space: the WARP dict's, then the cosine loss's others.
 DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting",
-                "max_violators")
+                "max_violators", "loss", "negative_weight", "margin", "n_negatives")
 COLUMNS = ["trial", "bracket", "rung", *DEFAULT_KEYS, "max_epochs", "epochs_run", "epochs",
            "score", "metric", "seconds", "status"]
+
+
+def _configs(trials, keys=DEFAULT_KEYS):
+    """Each trial's configuration, in trial order ("-" for a parameter it lacks)."""
+    first = trials.drop_duplicates("trial").sort_values("trial")
+    return [tuple(r) for r in first[list(keys)].astype(object).fillna("-")
+            .itertuples(index=False)]
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +33,8 @@ def X():
     """Small data, with every kernel tune uses compiled (or loaded) beforehand so that
     compilation does not eat the budgets below."""
     X = make_interactions(300, 150, 6000)
-    WARPFactorizer(epochs=2, early_stopping=True, n_threads=1).fit(X)
+    for loss in ("warp", "ccl"):
+        WARPFactorizer(loss=loss, epochs=2, early_stopping=True, n_threads=1).fit(X)
     return X
 
 
@@ -70,12 +79,20 @@ def test_trials_table_and_defaults_first(result):
     # a trial's score (its best so far) never decreases over its evaluations
     for _, rows in trials.groupby("trial"):
         assert rows["score"].is_monotonic_increasing
-    # configurations sampled from the default space stay in it
+    # configurations sampled from the default space stay in it: each from one of its dicts
     sampled = trials[trials["trial"] > 0]
-    low, high = SEARCH_SPACE["learning_rate"][1:]
-    assert sampled["learning_rate"].between(low, high).all()
-    for name in DEFAULT_KEYS[1:]:
-        assert set(sampled[name]) <= set(SEARCH_SPACE[name])
+    cosine = sampled["loss"] == "ccl"
+    assert 0 < cosine.sum() < len(sampled)
+    for rows, space in ((sampled[~cosine], WARP_SEARCH_SPACE),
+                        (sampled[cosine], CCL_SEARCH_SPACE)):
+        low, high = space["learning_rate"][1:]
+        assert rows["learning_rate"].between(low, high).all()
+        for name in DEFAULT_KEYS[1:]:
+            if name in space:
+                assert set(rows[name]) <= set(space[name])
+            else:
+                assert rows[name].isna().all()
+    assert SEARCH_SPACE == (WARP_SEARCH_SPACE, CCL_SEARCH_SPACE)
 
 
 def test_defaults_train_to_their_early_stopped_end_first(result):
@@ -95,7 +112,8 @@ def test_best_params_score_and_model(X, result):
     assert out.best_score == chosen["score"].max()
     assert out.best_score >= trials.loc[trials["trial"] == 0, "score"].max()
     row = chosen.loc[chosen["score"].idxmax()]
-    assert out.best_params == {**{k: row[k] for k in DEFAULT_KEYS}, "epochs": row["epochs"]}
+    assert out.best_params == {**{k: row[k] for k in DEFAULT_KEYS if not pd.isna(row[k])},
+                               "epochs": row["epochs"]}
     model = out.best_model
     assert model.train_matrix_.nnz == X.nnz and model.train_matrix_.shape == X.shape
     assert model.epochs == out.best_params["epochs"] == model.epochs_done_
@@ -106,9 +124,7 @@ def test_best_params_score_and_model(X, result):
 
 def test_same_seed_same_configurations(X):
     def configs(seed):
-        trials = tune(X, time_budget=1.5, n_threads=1, random_state=seed).trials
-        first = trials.drop_duplicates("trial").sort_values("trial")
-        return [tuple(r) for r in first[list(DEFAULT_KEYS)].itertuples(index=False)]
+        return _configs(tune(X, time_budget=1.5, n_threads=1, random_state=seed).trials)
 
     a, b, c = configs(3), configs(3), configs(4)
     n = min(len(a), len(b))
@@ -170,6 +186,41 @@ def test_cosine_loss_space(X):
     assert out.best_model.loss == out.best_params["loss"]
 
 
+def test_list_of_spaces_draws_from_each(X):
+    """A list of dicts: each configuration comes from one of them (scikit-learn's
+    ParameterSampler convention); a sub-space's parameters are missing (NA) in the rows
+    of the other's trials and keep the estimator's defaults there."""
+    WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(X)  # compile
+    space = [{"max_sampled": [10, 30, 300]},
+             {"loss": ["ccl"], "n_negatives": [20], "margin": [0.5, 0.7]}]
+    out = tune(X, time_budget=30, n_threads=1, max_epochs=6, search_space=space)
+    trials = out.trials.drop_duplicates("trial").set_index("trial")
+    # 3 + 2 configurations (the defaults' max_sampled=100 is not in the first dict)
+    assert len(trials) == 6
+    assert trials.loc[0, "loss"] == "warp" and trials.loc[0, "max_sampled"] == 100
+    warp = trials[trials["max_sampled"].notna()]
+    assert sorted(warp["max_sampled"]) == [10, 30, 100, 300]
+    assert trials["max_sampled"].dtype == "Int64"
+    assert warp.loc[warp.index > 0, ["loss", "n_negatives", "margin"]].isna().all().all()
+    cosine = trials[trials["loss"] == "ccl"]
+    assert len(cosine) == 2 and cosine["max_sampled"].isna().all()
+    assert sorted(cosine["margin"]) == [0.5, 0.7] and (cosine["n_negatives"] == 20).all()
+    assert set(out.best_params) - {"epochs"} <= {"max_sampled", "loss", "n_negatives",
+                                                  "margin"}
+    assert WARPFactorizer(**out.best_params).get_params()["epochs"] == out.best_params["epochs"]
+
+
+def test_list_of_one_space_draws_as_the_dict(X):
+    def configs(space):
+        trials = tune(X, time_budget=1.5, n_threads=1, random_state=5,
+                      search_space=space).trials
+        return _configs(trials, DEFAULT_KEYS[:6])
+
+    a, b = configs(WARP_SEARCH_SPACE), configs([WARP_SEARCH_SPACE])
+    n = min(len(a), len(b))
+    assert n >= 3 and a[:n] == b[:n]
+
+
 def test_cli_tune_space_ccl(ratings_csv, capsys):
     WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(
         make_interactions(300, 150, 6000))   # compiled before the budget starts
@@ -179,6 +230,26 @@ def test_cli_tune_space_ccl(ratings_csv, capsys):
     losses = {row["trial"]: row["loss"] for row in json.loads(out)["trials"]}
     assert losses[0] == "warp" and len(losses) > 1
     assert all(loss == "ccl" for trial, loss in losses.items() if trial > 0)
+
+
+def test_cli_tune_spaces(ratings_csv, capsys):
+    """The default space has configurations of both losses; a parameter a trial's dict
+    lacks is null in the JSON and "-" in the table. ``--space warp`` has WARP's alone."""
+    args = ["tune", ratings_csv, "--time-budget", 4, "--threads", 1, "--quiet"]
+    code, out, err = _run(args + ["--json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)["trials"]
+    losses = {row["trial"]: row["loss"] for row in rows}
+    assert "ccl" in losses.values() and None in losses.values()
+    for row in rows:
+        if row["loss"] == "ccl":
+            assert row["alpha"] is None and row["margin"] is not None
+    code, out, err = _run(args, capsys)
+    assert code == 0, err
+    assert " - " in out
+    code, out, err = _run(args + ["--space", "warp", "--json"], capsys)
+    assert code == 0, err
+    assert all("loss" not in row for row in json.loads(out)["trials"])
 
 
 def test_tiny_budget_fits_the_defaults_and_warns(X):
@@ -194,7 +265,7 @@ def test_tiny_budget_fits_the_defaults_and_warns(X):
 
 def test_budget_short_of_the_defaults_validated_fit_goes_to_the_defaults():
     """A budget that affords some epochs on all of X but not the defaults' validated fit
-    (60 epochs with validation, then the refit): the defaults are fit on all of X until
+    (their epochs with validation, then the refit): the defaults are fit on all of X until
     the budget ends, with a warning that names a budget for a search."""
     X = make_interactions(2000, 1000, 60_000)
     WARPFactorizer(epochs=1, n_threads=1).fit(X)
@@ -206,7 +277,8 @@ def test_budget_short_of_the_defaults_validated_fit_goes_to_the_defaults():
     assert out.trials.iloc[0]["epochs_run"] <= 2
     model = out.best_model
     assert model.train_matrix_.nnz == X.nnz
-    assert 1 <= out.best_params["epochs"] == model.epochs == model.epochs_done_ < 60
+    assert 1 <= out.best_params["epochs"] == model.epochs == model.epochs_done_
+    assert model.epochs < WARPFactorizer().epochs
     assert 0.6 <= wall <= 1.3, wall
     suggested = float(str(record[0].message).split("about ")[1].split(" s")[0])
     assert suggested > 1.0
@@ -349,6 +421,13 @@ def test_best_keeps_the_defaults_unless_the_gain_exceeds_its_noise():
     (dict(search_space={"epochs": [5]}), ValueError, "cannot set 'epochs'"),
     (dict(search_space={}), ValueError, "empty"),
     (dict(search_space=[("learning_rate", [0.1])]), TypeError, "dict"),
+    (dict(search_space=[]), TypeError, "non-empty list"),
+    (dict(search_space=[WARP_SEARCH_SPACE, {"epochs": [5]}]), ValueError,
+     r"search_space\[1\] cannot set 'epochs'"),
+    (dict(search_space={"alpha": [0.0], "loss": ["warp", "bogus"]}), ValueError,
+     r"search_space\['loss'\] holds an invalid value 'bogus'"),
+    (dict(search_space=[{"loss": ["ccl"], "alpha": [0.0, 0.01]}]), ValueError,
+     r"search_space\[0\]\['alpha'\] holds an invalid value 0.01.*loss='ccl'"),
     (dict(search_space={"learning_rate": []}), ValueError, "empty list"),
     (dict(search_space={"learning_rate": 0.1}), TypeError, "list of choices"),
     (dict(search_space={"learning_rate": ("uniform", 0.01, 0.1)}), ValueError, "log-uniform"),

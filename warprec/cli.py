@@ -39,7 +39,7 @@ def _model_args(parser):
     g = parser.add_argument_group("model")
     g.add_argument("--factors", type=int, default=64, help="embedding dimension (default 64)")
     g.add_argument("--epochs", type=int, default=None,
-                   help="training epochs (default 60; the maximum with --early-stopping)")
+                   help="training epochs (default 50; the maximum with --early-stopping)")
     g.add_argument("--learning-rate", type=float, default=None,
                    help="step size (default: automatic, from the positives per user)")
     g.add_argument("--alpha", type=float, default=None,
@@ -140,9 +140,10 @@ def build_parser():
                    help="wall time of the whole search, final refit included (default 120)")
     p.add_argument("--metric", default="ndcg@10",
                    help="validation metric <name>@<k> to maximise (default ndcg@10)")
-    p.add_argument("--space", choices=("warp", "ccl"), default="warp",
-                   help="search space: warp (warprec.tuning.SEARCH_SPACE, default) or ccl "
-                        "(the cosine contrastive loss, warprec.tuning.CCL_SEARCH_SPACE)")
+    p.add_argument("--space", choices=("both", "warp", "ccl"), default="both",
+                   help="search space: both losses (default: each configuration from "
+                        "warprec.tuning.WARP_SEARCH_SPACE or CCL_SEARCH_SPACE), warp or ccl "
+                        "(the cosine contrastive loss) alone")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -421,7 +422,7 @@ def cmd_tune(args, out):
     parameters (or JSON) and optionally the best model."""
     import math
 
-    from .tuning import CCL_SEARCH_SPACE, tune
+    from .tuning import CCL_SEARCH_SPACE, SEARCH_SPACE, WARP_SEARCH_SPACE, tune
 
     if not (math.isfinite(args.time_budget) and args.time_budget > 0):
         raise CLIError(f"--time-budget must be a number of seconds > 0 "
@@ -431,7 +432,8 @@ def cmd_tune(args, out):
     data = _read_positives(args.ratings, args)
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
                   random_state=args.seed, metric=args.metric, verbose=not args.quiet,
-                  search_space=CCL_SEARCH_SPACE if args.space == "ccl" else None)
+                  search_space={"warp": WARP_SEARCH_SPACE, "ccl": CCL_SEARCH_SPACE,
+                                "both": SEARCH_SPACE}[args.space])
     path = result.best_model.save(args.output) if args.output else None
     trials = result.trials
     if args.json:
@@ -477,7 +479,9 @@ def _trials_table(trials, metric, top, chosen):
         cells = []
         for c in shown:
             value = record[c]
-            if c == "score":
+            if c in params and _json_value(value) is None:
+                cells.append("-")       # not a parameter of this trial's sub-space
+            elif c == "score":
                 cells.append(f"{value:.4f}")
             elif c == "seconds":
                 cells.append(f"{value:.2f}")
@@ -494,7 +498,12 @@ def _trials_table(trials, metric, top, chosen):
 
 
 def _json_value(value):
-    """A JSON-ready value: numpy scalars as Python ones, NaN as None (null)."""
+    """A JSON-ready value: numpy scalars as Python ones, NaN and pandas' NA as None
+    (null)."""
+    import pandas as pd
+
+    if value is pd.NA:
+        return None
     value = value.item() if hasattr(value, "item") else value
     return None if isinstance(value, float) and value != value else value
 

@@ -19,6 +19,7 @@ bandit-based approach to hyperparameter optimization", JMLR 18(185), 2018.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import numbers
@@ -36,15 +37,15 @@ from ._kernels.config import (FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MA
                               TUNE_SWITCH_Z)
 from .exceptions import DivergenceError, WarprecWarning
 
-__all__ = ["SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS", "REDUCTION_FACTOR",
-           "TuneResult", "tune"]
+__all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
+           "REDUCTION_FACTOR", "TuneResult", "tune"]
 
 log = logging.getLogger(__name__)
 
-#: The default search space of :func:`tune`: parameter name -> a list of choices (drawn
-#: uniformly) or ``("log-uniform", low, high)`` (``exp(U(log low, log high))``, rounded
-#: to 4 significant digits). Read-only; pass ``search_space={**SEARCH_SPACE, ...}`` to
-#: extend it.
+#: The search space of the WARP loss (the default ``loss="warp"``): parameter name -> a
+#: list of choices (drawn uniformly) or ``("log-uniform", low, high)`` (``exp(U(log low,
+#: log high))``, rounded to 4 significant digits). Read-only; pass
+#: ``search_space={**WARP_SEARCH_SPACE, ...}`` to extend it.
 #:
 #: ================  ===========================================
 #: learning_rate     log-uniform in [0.005, 0.1]
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 #: rank_weighting    "harmonic", "log" or "auc"
 #: max_violators     1 or 10
 #: ================  ===========================================
-SEARCH_SPACE = types.MappingProxyType({
+WARP_SEARCH_SPACE = types.MappingProxyType({
     "learning_rate": ("log-uniform", 0.005, 0.1),
     "alpha": [0.0, 0.0003, 0.001, 0.003, 0.01, 0.03],
     "max_sampled": [10, 30, 100, 300],
@@ -63,9 +64,9 @@ SEARCH_SPACE = types.MappingProxyType({
     "max_violators": [1, 10],
 })
 
-#: A search space over the cosine contrastive loss (``loss="ccl"``), for
-#: ``tune(X, search_space=CCL_SEARCH_SPACE)``: its trials compete with the WARP defaults
-#: like any other.
+#: The search space of the cosine contrastive loss (``loss="ccl"``);
+#: ``tune(X, search_space=CCL_SEARCH_SPACE)`` searches it alone (its trials compete with
+#: the WARP defaults like any other).
 #:
 #: ================  ===========================================
 #: loss              "ccl"
@@ -83,6 +84,12 @@ CCL_SEARCH_SPACE = types.MappingProxyType({
     "n_negatives": [100, 200, 500],
     "n_components": [32, 64, 128],
 })
+
+#: The default search space of :func:`tune`: both losses, each configuration drawn from
+#: one of the two dicts (chosen uniformly), so that each loss's parameters stay with it.
+#: On amazon-book the cosine loss's configurations win by a wide margin; elsewhere the
+#: WARP defaults or a WARP configuration do (benchmarks/README.md).
+SEARCH_SPACE = (WARP_SEARCH_SPACE, CCL_SEARCH_SPACE)
 
 #: WARPFactorizer parameters that tune sets itself (not searchable).
 _CONTROLLED = {
@@ -125,7 +132,8 @@ class TuneResult:
         One row per trial evaluation (a trial is evaluated once per rung it reaches), in
         the order they ran; the first row is the defaults trial. Columns: ``trial``
         (configuration number, 0 for the defaults), ``bracket``, ``rung``, one column per
-        search-space parameter, ``max_epochs`` (the rung's epoch cap), ``epochs_run``
+        search-space parameter (of any of its dicts; missing, NA, in the rows of a trial
+        drawn from a dict without it), ``max_epochs`` (the rung's epoch cap), ``epochs_run``
         (epochs trained by this evaluation), ``epochs`` (the trial's best epoch count
         so far), ``score`` (the trial's best validation score so far), ``metric``
         (``metric``, the same in every row), ``seconds`` (wall time of the evaluation)
@@ -235,12 +243,17 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
         ``validation_metric``); higher is better.
     validation_fraction : float in (0, 1), default 0.1
         Share of each user's positives held out for validation.
-    search_space : dict, optional
+    search_space : dict or list of dicts, optional
         Parameter name -> list of choices, or ``("log-uniform", low, high)`` with
         ``0 < low < high``. Replaces :data:`SEARCH_SPACE` (parameters left out keep
         the estimator's defaults). Any WARPFactorizer parameter except those tune sets
         itself (epochs, early_stopping, validation_fraction, n_iter_no_change,
-        validation_metric, n_threads, random_state, verbose).
+        validation_metric, n_threads, random_state, verbose). A list of such dicts
+        (scikit-learn's ``ParameterSampler`` convention): each configuration comes from
+        one of them, chosen uniformly among those not used up, so parameters that only
+        apply together stay together; :data:`SEARCH_SPACE` is
+        ``(WARP_SEARCH_SPACE, CCL_SEARCH_SPACE)``. Each value is checked with every
+        ``loss`` of its dict.
     max_epochs : int, default 200
         Epoch cap of the last rung.
     n_iter_no_change : int, default 10
@@ -414,9 +427,16 @@ class _Search:
         self.keep_models = max(1, math.ceil(self.per_bracket / REDUCTION_FACTOR))
         self.rng = np.random.default_rng([seed, 0])
         defaults = WARPFactorizer().get_params()
-        self.defaults = {name: defaults[name] for name in space}
-        self.seen = {_key(self.defaults)}
-        self.sampled_from_space = 1 if _in_space(self.defaults, space) else 0
+        self.names = list(dict.fromkeys(name for sub in space for name in sub))
+        self.defaults = {name: defaults[name] for name in self.names}
+        self.seen = set()
+        # the configurations each sub-space can still give (None: unbounded)
+        self.left = [_space_size(sub) for sub in space]
+        for i, sub in enumerate(space):
+            own = {name: defaults[name] for name in sub}
+            self.seen.add(_key(own))     # the defaults trial's point of this sub-space
+            if _in_space(own, sub):
+                self.left[i] -= 1
         self.pending = None
         self.exhausted = False
         self.trials = []
@@ -467,11 +487,17 @@ class _Search:
 
     def epoch_seconds(self, params):
         """Estimated seconds per epoch of a configuration not run yet: the median over
-        the trials so far, scaled by the ratio of embedding dimensions."""
+        the trials so far of the same loss (over all trials if none has it yet), scaled
+        by the ratio of embedding dimensions."""
         d = _dimension(params, self.defaults)
+        timed = [t for t in self.trials if t.seconds_per_epoch is not None]
+        same = [t for t in timed if self.loss(t.params) == self.loss(params)]
         measured = [t.seconds_per_epoch * d / _dimension(t.params, self.defaults)
-                    for t in self.trials if t.seconds_per_epoch is not None]
+                    for t in same or timed]
         return float(np.median(measured)) if measured else 0.0
+
+    def loss(self, params):
+        return params.get("loss", self.defaults.get("loss", "warp"))
 
     # ---- the halving
     def run(self):
@@ -572,16 +598,21 @@ class _Search:
         return trial
 
     def sample(self):
-        """A configuration not drawn before, or None when a discrete space is used up."""
-        size = _space_size(self.space)
+        """A configuration not drawn before, or None when the discrete spaces are used
+        up. With several sub-spaces, one is chosen uniformly among those not used up,
+        then its parameters are drawn (scikit-learn's ``ParameterSampler`` does the
+        same with a list of dicts)."""
         for _ in range(1000):
-            if size is not None and self.sampled_from_space >= size:
+            open_ = [i for i, left in enumerate(self.left) if left is None or left > 0]
+            if not open_:
                 return None
-            params = {name: _draw(spec, self.rng) for name, spec in self.space.items()}
+            i = open_[int(self.rng.integers(len(open_)))] if len(self.space) > 1 else 0
+            params = {name: _draw(spec, self.rng) for name, spec in self.space[i].items()}
             key = _key(params)
             if key not in self.seen:
                 self.seen.add(key)
-                self.sampled_from_space += 1
+                if self.left[i] is not None:
+                    self.left[i] -= 1
                 return params
         return None
 
@@ -727,9 +758,18 @@ class _Search:
     def frame(self):
         import pandas as pd
 
-        columns = ["trial", "bracket", "rung", *self.space, "max_epochs", "epochs_run",
+        columns = ["trial", "bracket", "rung", *self.names, "max_epochs", "epochs_run",
                    "epochs", "score", "metric", "seconds", "status"]
-        return pd.DataFrame(self.rows, columns=columns)
+        frame = pd.DataFrame(self.rows, columns=columns)
+        for name in self.names:
+            # a parameter of one sub-space is missing (NA) in the rows of the others;
+            # integer parameters stay integers
+            values = [row[name] for row in self.rows if name in row]
+            if len(values) < len(self.rows) and values and all(
+                    isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                    for v in values):
+                frame[name] = frame[name].astype("Int64")
+        return frame
 
 
 # ---------------------------------------------------------------------- helpers
@@ -809,33 +849,50 @@ def _resolve_seed(random_state):
 
 
 def _check_space(space, n_items):
-    """The search space as name -> ("choice", list) or ("log-uniform", low, high),
-    every value checked against WARPFactorizer's parameter validation."""
+    """The search space as a list of sub-spaces, each name -> ("choice", list) or
+    ("log-uniform", low, high), every value checked against WARPFactorizer's parameter
+    validation."""
     from collections.abc import Mapping
 
+    if isinstance(space, (list, tuple)) and space and all(
+            isinstance(sub, Mapping) for sub in space):
+        return [_check_sub_space(sub, n_items, f"search_space[{i}]")
+                for i, sub in enumerate(space)]
+    if not isinstance(space, Mapping):
+        raise TypeError(f"search_space must be a dict of parameter name -> list of choices "
+                        f"or ('log-uniform', low, high), or a non-empty list of such dicts; "
+                        f"got {space!r:.80}.")
+    return [_check_sub_space(space, n_items, "search_space")]
+
+
+def _check_sub_space(space, n_items, where):
+    """One dict of the search space, checked (``where`` names it in messages)."""
     from .model import WARPFactorizer
     from .weights import resolve_rank_weighting
 
-    if not isinstance(space, Mapping):
-        raise TypeError(f"search_space must be a dict of parameter name -> list of choices "
-                        f"or ('log-uniform', low, high); got {type(space).__name__}.")
     if not space:
-        raise ValueError("search_space is empty: name at least one parameter to search "
-                         "(e.g. warprec.tuning.SEARCH_SPACE).")
+        raise ValueError(f"{where} is empty: name at least one parameter to search "
+                         f"(e.g. warprec.tuning.WARP_SEARCH_SPACE).")
     names = [n for n in WARPFactorizer._param_names() if n not in _CONTROLLED]
+    # every value is checked with each loss of the sub-space (some parameters do not
+    # apply to some losses, e.g. alpha > 0 to loss="ccl")
+    # (a bad "loss" entry fails its own check below, with its own message)
+    losses = [v for v in space.get("loss", []) if _valid_loss(v)] \
+        if isinstance(space.get("loss"), (list, tuple)) else []
+    losses = losses or [WARPFactorizer().loss]
     out = {}
     for name, spec in space.items():
         if name in _CONTROLLED:
-            raise ValueError(f"search_space cannot set {name!r}: {_CONTROLLED[name]}.")
+            raise ValueError(f"{where} cannot set {name!r}: {_CONTROLLED[name]}.")
         if name not in names:
-            raise ValueError(f"search_space has an unknown parameter {name!r}; searchable "
+            raise ValueError(f"{where} has an unknown parameter {name!r}; searchable "
                              f"WARPFactorizer parameters are {names}.")
         if isinstance(spec, (tuple, list)) and spec and isinstance(spec[0], str) \
                 and spec[0].replace("_", "-").lower().endswith("uniform"):
             if spec[0] != _LOG_UNIFORM or len(spec) != 3 or not all(
                     isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
                     for v in spec[1:]) or not 0 < spec[1] < spec[2] < math.inf:
-                raise ValueError(f"search_space[{name!r}] = {spec!r}: a distribution must be "
+                raise ValueError(f"{where}[{name!r}] = {spec!r}: a distribution must be "
                                  f"('log-uniform', low, high) with 0 < low < high; give a "
                                  f"list of choices otherwise.")
             values = [float(spec[1]), float(spec[2])]
@@ -843,23 +900,33 @@ def _check_space(space, n_items):
         elif isinstance(spec, (list, tuple, np.ndarray)) and not isinstance(spec, str):
             values = [v.item() if isinstance(v, np.generic) else v for v in spec]
             if not values:
-                raise ValueError(f"search_space[{name!r}] is an empty list; give at least "
+                raise ValueError(f"{where}[{name!r}] is an empty list; give at least "
                                  f"one choice.")
             out[name] = ("choice", values)
         else:
-            raise TypeError(f"search_space[{name!r}] must be a list of choices or "
+            raise TypeError(f"{where}[{name!r}] must be a list of choices or "
                             f"('log-uniform', low, high); got {spec!r}.")
-        for value in values:
+        for value, loss in itertools.product(values, [None] if name == "loss" else losses):
             try:
-                model = WARPFactorizer(**{name: value})
+                model = WARPFactorizer(**{"loss": loss, name: value} if loss else {name: value})
                 model._check_params()
                 if name == "rank_weighting":
                     resolve_rank_weighting(value, n_items, k=model.k,
                                            top_fraction=model.top_fraction)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"search_space[{name!r}] holds an invalid value {value!r}: "
+                raise type(exc)(f"{where}[{name!r}] holds an invalid value {value!r}: "
                                 f"{exc}") from None
     return out
+
+
+def _valid_loss(value):
+    from .model import WARPFactorizer
+
+    try:
+        WARPFactorizer(loss=value)._check_params()
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _seconds(value):

@@ -6,9 +6,10 @@ Recall@20 and training seconds, with LightFM's re-measured best grid point besid
     .venv/bin/python benchmarks/ablation.py --report               # tables from saved runs
 
 Every option is ``WARPFactorizer`` keyword arguments on top of the defaults (d = 64 unless
-an option sets ``n_components``), trained for its own number of epochs (60 unless it sets
-``epochs``) with seeds 1 and 2 on 2 threads; the data sets, splits, evaluator and test-user
-samples are those of ``defaults.py`` (``_family.py``, ``_common.Scorer``). LightFM's column
+an option sets ``n_components``), trained for its own number of epochs (the estimator's
+default unless it sets ``epochs``) with seeds 1 and 2 on 2 threads; the data sets, splits,
+evaluator and test-user samples are those of ``defaults.py`` (``_family.py``,
+``_common.Scorer``). LightFM's column
 is its best grid point of ``defaults.py`` re-measured with the same seeds (part
 ``remeasure`` there), read from ``results/defaults.jsonl``. implicit has no WARP loss:
 ``--implicit`` trains its ALS and BPR over the small grids of ``IMPLICIT_GRIDS`` (d = 64,
@@ -55,7 +56,6 @@ IMPLICIT_GRIDS = {
 }
 DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
 SEEDS = (1, 2)
-EPOCHS = 60
 
 
 def main(argv=None):
@@ -89,7 +89,7 @@ def main(argv=None):
             for option in args.option or OPTIONS:
                 params = dict(OPTIONS[option])
                 for seed in SEEDS:
-                    result = run_warprec(ds, scorer, params, seed=seed, max_epochs=EPOCHS,
+                    result = run_warprec(ds, scorer, params, seed=seed, max_epochs=None,
                                          n_threads=args.threads, every=10**9)
                     f = result["final"]
                     _append(args.out, dict(data=label, option=option, params=params,

@@ -42,7 +42,7 @@ def main(argv=None):
     parser.add_argument("data", choices=_family.NAMES)
     parser.add_argument("configs", nargs="?", default="[{}]",
                         help="JSON list of WARPFactorizer keyword arguments")
-    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--lightfm", metavar="LR,MAX_SAMPLED")

@@ -78,7 +78,7 @@ class WARPFactorizer(FactorRecommender):
     ----------
     n_components : int, default 64
         Embedding dimension d.
-    epochs : int, default 60
+    epochs : int, default 50
         Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`);
         the maximum with ``early_stopping``.
     learning_rate : float or "auto", default "auto"
@@ -306,7 +306,7 @@ class WARPFactorizer(FactorRecommender):
         "identity_features": ["boolean"],
     }
 
-    def __init__(self, n_components=64, epochs=60, learning_rate="auto", max_sampled=100,
+    def __init__(self, n_components=64, epochs=50, learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
                  negative_weight="auto", k=None, n=10, top_fraction=None,

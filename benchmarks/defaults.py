@@ -21,9 +21,10 @@ Quality is measured on a fixed random sample of test users on the large sets (10
 amazon-book, 5,000 on the synthetic sets; the same for every library and configuration);
 ml100k and ml-latest-small use all of theirs.
 
-Part ``tune-ccl`` runs ``warprec.tune`` with ``warprec.tuning.CCL_SEARCH_SPACE`` instead of
-the default space; its rows are left out of the report's table (benchmarks/README.md
-quotes them).
+Part ``tune`` runs ``warprec.tune`` with its default space (both losses); parts
+``tune-warp`` and ``tune-ccl`` with ``warprec.tuning.WARP_SEARCH_SPACE`` or
+``CCL_SEARCH_SPACE`` alone. Their rows are left out of the report's table
+(benchmarks/README.md quotes them).
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ def run_warprec(ds, scorer, params, *, seed, max_epochs, n_threads, every=CHECK_
 def run_tune(ds, scorer, params, *, seed, max_epochs, n_threads):
     """``warprec.tune`` with ``params['time_budget']`` seconds; its refit model scored."""
     from warprec import tune
-    from warprec.tuning import CCL_SEARCH_SPACE
+    from warprec.tuning import CCL_SEARCH_SPACE, WARP_SEARCH_SPACE
 
-    space = CCL_SEARCH_SPACE if params.get("search_space") == "ccl" else None
+    space = {"ccl": CCL_SEARCH_SPACE, "warp": WARP_SEARCH_SPACE,
+             None: None}[params.get("search_space")]
     tic = time.perf_counter()
     result = tune(ds.train, time_budget=params["time_budget"], n_threads=n_threads,
                   random_state=seed, search_space=space)
@@ -152,7 +154,8 @@ def main(argv=None):
     parser.add_argument("--data", action="append", choices=_family.NAMES)
     parser.add_argument("--part", action="append",
                         choices=("defaults", "early-stopping", "long", "grid", "small-grid",
-                                 "lightfm", "lightfm-small", "tune", "tune-ccl", "remeasure"))
+                                 "lightfm", "lightfm-small", "tune", "tune-warp", "tune-ccl",
+                                 "remeasure"))
     parser.add_argument("--time-budget", type=float, default=120.0,
                         help="seconds of warprec.tune per data set (part 'tune')")
     parser.add_argument("--max-epochs", type=int, default=60)
@@ -178,13 +181,13 @@ def main(argv=None):
             for seed in range(args.seeds):
                 if part in ("defaults", "early-stopping", "long"):
                     points = [{"defaults": {}, "early-stopping": dict(early_stopping=True),
-                               "long": dict(epochs=3 * args.max_epochs // 2,
+                               "long": dict(epochs=3 * _default_epochs() // 2,
                                             early_stopping=False)}[part]]
                     run = run_warprec
-                elif part in ("tune", "tune-ccl"):
+                elif part in ("tune", "tune-warp", "tune-ccl"):
                     points = [dict(time_budget=args.time_budget)]
-                    if part == "tune-ccl":   # (not in the report's table: see README)
-                        points[0]["search_space"] = "ccl"
+                    if part != "tune":   # (not in the report's table: see README)
+                        points[0]["search_space"] = part.split("-")[1]
                     run = run_tune
                 elif part in ("grid", "small-grid"):
                     grid = GRID if part == "grid" else SMALL_GRID
@@ -209,6 +212,12 @@ def main(argv=None):
                           f"ep {f['epoch']:3d} ndcg@10 {f['ndcg@10']:.4f} "
                           f"r@20 {f['recall@20']:.4f} {f['seconds']:.1f}s", flush=True)
     report(args.out)
+
+
+def _default_epochs():
+    from warprec import WARPFactorizer
+
+    return WARPFactorizer().epochs
 
 
 #: Seeds of part ``remeasure`` (the grids ran with seed 0).
@@ -263,6 +272,7 @@ def report(out, metric="ndcg@10"):
     if not Path(out).exists():
         print(f"no runs in {out}")
         return
+    default_epochs = _default_epochs()
     rows = _load_rows(out)
     lines = [f"# Defaults against the grid ({metric}; Recall@20 beside it)", "",
              "Re-measured: the chosen grid point trained again with seeds "
@@ -286,7 +296,9 @@ def report(out, metric="ndcg@10"):
         d_ep = ",".join(str(r["final"]["epoch"]) for r in defaults)
         grid = _best([r for r in mine if r["part"] in GRID_PARTS], metric)
         lfm = _best([r for r in mine if r["part"] in LIGHTFM_PARTS], metric)
-        long = [r for r in mine if r["part"] == "long"]
+        # 1.5 times the current default epochs (runs at other counts are older defaults')
+        long = [r for r in mine if r["part"] == "long"
+                and r["params"].get("epochs") == 3 * default_epochs // 2]
         stopped = [r for r in mine if r["part"] == "early-stopping"]
         tuned = [r for r in mine if r["part"] == "tune"]
 
@@ -313,13 +325,13 @@ def report(out, metric="ndcg@10"):
         lfm_again_cell = f"{lfm_again:.4f}" if lfm_again else "-"
         long_cell = "-"
         if long:
-            c = long[0]["curve"]
-            long_cell = f"{c[-1][metric]:.4f} / {max(p[metric] for p in c):.4f}"
+            curve = np.mean([[p[metric] for p in r["curve"]] for r in long], axis=0)
+            long_cell = f"{curve[-1]:.4f} / {curve.max():.4f}"
         dcell = f"{d:.4f} (R@20 {d_r:.4f})" if d is not None else "-"
         es_cell = "-"
         if stopped:
-            f = stopped[0]["final"]
-            es_cell = f"{f[metric]:.4f} ({f['epoch']})"
+            es_cell = (f"{np.mean([r['final'][metric] for r in stopped]):.4f} ("
+                       + ",".join(str(r["final"]["epoch"]) for r in stopped) + ")")
         tune_cell = tune_ratio = "-"
         if tuned:
             tuned.sort(key=lambda r: r["params"]["time_budget"])

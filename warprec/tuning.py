@@ -447,6 +447,7 @@ class _Search:
         self.defaults_only_fit = False  # the defaults' validated fit does not fit the budget
         self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
         self.default_epochs = int(defaults["epochs"])
+        self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
         self.selection = None        # the comparison of the best trial with the defaults
 
@@ -497,7 +498,7 @@ class _Search:
         return float(np.median(measured)) if measured else 0.0
 
     def loss(self, params):
-        return params.get("loss", self.defaults.get("loss", "warp"))
+        return params.get("loss", self.default_loss)
 
     # ---- the halving
     def run(self):

@@ -878,9 +878,9 @@ def _check_sub_space(space, n_items, where):
     # every value is checked with each loss of the sub-space (some parameters do not
     # apply to some losses, e.g. alpha > 0 to loss="ccl")
     # (a bad "loss" entry fails its own check below, with its own message)
-    losses = [v for v in space.get("loss", []) if _valid_loss(v)] \
-        if isinstance(space.get("loss"), (list, tuple)) else []
-    losses = losses or [WARPFactorizer().loss]
+    loss_spec = space.get("loss")
+    choices = loss_spec if isinstance(loss_spec, (list, tuple, np.ndarray)) else []
+    losses = [v for v in choices if _valid_loss(v)] or [WARPFactorizer().loss]
     out = {}
     for name, spec in space.items():
         if name in _CONTROLLED:

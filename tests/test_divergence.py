@@ -89,7 +89,7 @@ def test_huge_sample_weights_diverge_cleanly(data):
 def test_weight_decay_beyond_one_warns(data):
     from warprec import WarprecWarning
 
-    model = WARPFactorizer(n_components=4, epochs=1, alpha=30.0, n_threads=1)
+    model = WARPFactorizer(n_components=4, epochs=1, alpha=100.0, n_threads=1)
     with pytest.warns(WarprecWarning, match="learning_rate \\* alpha"):
         model.fit(data)
 

@@ -378,17 +378,23 @@ def test_auto_alpha_survives_save_and_load(tmp_path):
 def test_auto_learning_rate_follows_the_positives_per_user_and_item():
     from warprec.model import AUTO_ALPHA, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN
     users = np.arange(300)
-    # 5 positives per user, 250 per item: the per-user term applies
+    # 20 positives per user, 300 per item: the per-user term applies
+    twenty = sp.csr_matrix((np.ones(6000, np.float32), (np.repeat(users, 20),
+                                                        np.tile(np.arange(20), 300))),
+                           shape=(300, 21))
+    assert AUTO_LR_MIN < AUTO_LR / 20 < AUTO_LR_MAX
+    model = WARPFactorizer(n_components=4, epochs=1).fit(twenty)
+    assert model.learning_rate == "auto"
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / 20)
+    fewer = twenty.tolil()
+    fewer[:100] = 0
+    model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
+    assert model.learning_rate_ == pytest.approx(AUTO_LR / 20)
+    # 5 positives per user: the per-user term is above the ceiling
     five = sp.csr_matrix((np.ones(1500, np.float32), (np.repeat(users, 5),
                                                       np.tile(np.arange(5), 300))),
                          shape=(300, 6))
-    model = WARPFactorizer(n_components=4, epochs=1).fit(five)
-    assert model.learning_rate == "auto"
-    assert model.learning_rate_ == pytest.approx(AUTO_LR / 5)
-    fewer = five.tolil()
-    fewer[:100] = 0
-    model.partial_fit(fewer.tocsr())  # continuing keeps the first fit's value
-    assert model.learning_rate_ == pytest.approx(AUTO_LR / 5)
+    assert WARPFactorizer(n_components=4, epochs=1).fit(five).learning_rate_ == AUTO_LR_MAX
     # 1 positive per user, 150 per item: both terms exceed the upper clip
     few = sp.csr_matrix((np.ones(300, np.float32), (users, users % 2)), shape=(300, 2))
     assert WARPFactorizer(n_components=4, epochs=1).fit(few).learning_rate_ == AUTO_LR_MAX

@@ -84,13 +84,14 @@ class WARPFactorizer(FactorRecommender):
     learning_rate : float or "auto", default "auto"
         Step size (Adagrad's base rate with the default schedule). ``"auto"`` uses
         ``min(0.46 / positives per user, 0.011 * sqrt(positives per item))`` of the
-        first fit's matrix, clipped to [0.02, 0.1] (``AUTO_LR``, ``AUTO_LR_ITEM``,
-        ``AUTO_LR_MIN``, ``AUTO_LR_MAX``): 0.02 on the MovieLens sets, 0.05 on
+        first fit's matrix, clipped to [0.02, 0.03] (``AUTO_LR``, ``AUTO_LR_ITEM``,
+        ``AUTO_LR_MIN``, ``AUTO_LR_MAX``): 0.02 on the MovieLens sets, 0.03 on
         amazon-book with 9 positives per user. Users with few positives get few updates
         per epoch and need a faster rate; items with only a few positives each are
-        overfitted by a fast rate. With ``loss="ccl"``: ``1.4 / positives per user``
-        clipped to [0.06, 0.3] (``CCL_AUTO_LR``, ``CCL_LR_MIN``, ``CCL_LR_MAX``). The
-        value used is ``learning_rate_``.
+        overfitted by a fast rate, and so are short histories at rates above 0.03.
+        With ``loss="ccl"``: ``1.4 / positives per user`` clipped to [0.06, 0.3]
+        (``CCL_AUTO_LR``, ``CCL_LR_MIN``, ``CCL_LR_MAX``). The value used is
+        ``learning_rate_``.
     max_sampled : int, default 100
         Maximum negative draws per positive; a positive with no violator after that many
         draws is skipped for this epoch. After N draws the rank estimate is

@@ -12,7 +12,10 @@ items first, test positives on items without a training positive counted as miss
   positives per item, power-law popularity;
 * ``synthetic-dense``: ``make_interactions(20_000, 2_000, 500_000)``, 250 per item;
 * ``synthetic-5m``: ``make_interactions(100_000, 40_000, 5_000_000)``, 125 per item
-  (the speed benchmark's set; scored on 10,000 sampled test users).
+  (the speed benchmark's set; scored on 10,000 sampled test users);
+* ``synthetic-short``: ``make_interactions(60_000, 10_000, 600_000)``, short user
+  histories (10 positives per user, 8 after the split) with 60 per item: the shape of
+  amazon-book, where the automatic learning rate is well above its floor.
 
 The synthetic sets are split like ML-100K (a random 20% of each user's items, floor).
 """
@@ -31,9 +34,10 @@ SYNTHETIC = {
     "synthetic-longtail": dict(n_users=8_000, n_items=25_000, n_interactions=100_000),
     "synthetic-dense": dict(n_users=20_000, n_items=2_000, n_interactions=500_000),
     "synthetic-5m": dict(n_users=100_000, n_items=40_000, n_interactions=5_000_000),
+    "synthetic-short": dict(n_users=60_000, n_items=10_000, n_interactions=600_000),
 }
 NAMES = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense",
-         "synthetic-5m")
+         "synthetic-5m", "synthetic-short")
 
 
 def load(name, *, n_eval_users=10_000):

@@ -54,7 +54,8 @@ IMPLICIT_GRIDS = {
                      for r in (0.01, 0.1, 1.0)],
     "implicit BPR": [dict(learning_rate=lr, regularization=0.01) for lr in (0.01, 0.05)],
 }
-DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense")
+DATA = ("ml100k", "ml-latest-small", "amazon-book", "synthetic-longtail", "synthetic-dense",
+        "synthetic-short")
 SEEDS = (1, 2)
 
 

@@ -56,7 +56,7 @@ LIGHTFM_SMALL_GRID = dict(learning_rate=(0.05,), max_sampled=(10, 100), alpha=(0
 SMALL_GRID = dict(learning_rate=(0.02, 0.05), alpha=(0.0, 0.003), max_sampled=(100,))
 #: Test users scored per checkpoint on the large sets (a fixed random sample per set).
 N_EVAL_USERS = {"amazon-book": 10_000, "synthetic-longtail": 5_000, "synthetic-dense": 5_000,
-                "synthetic-5m": 5_000}
+                "synthetic-5m": 5_000, "synthetic-short": 5_000}
 CHECK_EVERY = 5
 #: The parts whose runs make up warprec's grid and LightFM's (not their re-measures).
 GRID_PARTS = ("grid", "small-grid")

@@ -153,7 +153,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", action="append", choices=_family.NAMES)
     parser.add_argument("--part", action="append",
-                        choices=("defaults", "early-stopping", "long", "grid", "small-grid",
+                        choices=("defaults", "early-stopping", "refit", "long", "grid",
+                                 "small-grid",
                                  "lightfm", "lightfm-small", "tune", "tune-warp", "tune-ccl",
                                  "remeasure"))
     parser.add_argument("--time-budget", type=float, default=120.0,
@@ -179,8 +180,9 @@ def main(argv=None):
                 remeasure(ds, scorer, args)
                 continue
             for seed in range(args.seeds):
-                if part in ("defaults", "early-stopping", "long"):
+                if part in ("defaults", "early-stopping", "refit", "long"):
                     points = [{"defaults": {}, "early-stopping": dict(early_stopping=True),
+                               "refit": dict(early_stopping="refit"),
                                "long": dict(epochs=3 * _default_epochs() // 2,
                                             early_stopping=False)}[part]]
                     run = run_warprec
@@ -200,7 +202,8 @@ def main(argv=None):
                 for params in points:
                     try:
                         result = run(ds, scorer, params, seed=seed, n_threads=args.threads,
-                                 max_epochs=None if part in ("defaults", "early-stopping")
+                                 max_epochs=None if part in ("defaults", "early-stopping",
+                                                             "refit")
                                  else args.max_epochs)
                     except TypeError as exc:  # an option this version does not have
                         print(f"{name} {part} {params}: {exc}", flush=True)

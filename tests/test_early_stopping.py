@@ -167,3 +167,46 @@ def test_progress_bar_shows_the_metric(data, capsys):
     WARPFactorizer(n_components=4, epochs=2, n_threads=1, verbose=True).fit(
         train, validation_data=valid)
     assert "ndcg@10" in capsys.readouterr().err
+
+
+def test_refit_trains_all_positives_for_the_best_epoch_count(data):
+    X, _ = data
+    calls = []
+    model = WARPFactorizer(n_components=8, epochs=40, early_stopping="refit", n_iter_no_change=3,
+                           n_threads=1, random_state=4)
+    model.fit(X, callback=lambda m, info: calls.append(info["epoch"]))
+    best = model.best_epoch_
+    validated = WARPFactorizer(n_components=8, epochs=40, early_stopping=True,
+                               n_iter_no_change=3, n_threads=1, random_state=4).fit(X)
+    assert best == validated.best_epoch_ < 40
+    assert model.validation_scores_ == validated.validation_scores_
+    # the refit is a plain fit on all of X for the best epoch count, bit for bit
+    plain = WARPFactorizer(n_components=8, epochs=best, n_threads=1, random_state=4).fit(X)
+    for name in PARAMS:
+        np.testing.assert_array_equal(getattr(model, name), getattr(plain, name))
+    assert model.epochs_done_ == len(model.history_) == best
+    assert model.train_matrix_.nnz == X.nnz
+    # the callback sees the validated pass, then the refit's epochs from 0
+    assert calls == list(range(len(validated.validation_scores_))) + list(range(best))
+    assert model.get_params()["epochs"] == 40 and model.early_stopping == "refit"
+
+
+def test_refit_with_validation_data_is_early_stopping(data):
+    X, valid = data
+    kw = dict(n_components=8, epochs=30, n_iter_no_change=3, n_threads=1, random_state=2)
+    refit = WARPFactorizer(early_stopping="refit", **kw).fit(X, validation_data=valid)
+    stopped = WARPFactorizer(early_stopping=True, **kw).fit(X, validation_data=valid)
+    assert refit.best_epoch_ == stopped.best_epoch_
+    for name in PARAMS:
+        np.testing.assert_array_equal(getattr(refit, name), getattr(stopped, name))
+
+
+def test_refit_and_partial_fit(data):
+    X, _ = data
+    model = WARPFactorizer(n_components=8, epochs=20, early_stopping="refit",
+                           n_iter_no_change=3, n_threads=1, random_state=1)
+    first = WARPFactorizer(**model.get_params()).partial_fit(X)   # unfitted: fit
+    model.fit(X)
+    np.testing.assert_array_equal(first.user_factors_, model.user_factors_)
+    with pytest.raises(ValueError, match="partial_fit"):
+        model.partial_fit(X)

@@ -561,3 +561,11 @@ def test_cli_fit_early_stopping(ratings_csv, tmp_path, capsys):
                            "--quiet"], capsys)
     assert code == 0 and "early stopping" not in out
     assert WARPFactorizer.load(path).early_stopping is False
+    code, out, err = _run(["fit", "--early-stopping", "--refit", ratings_csv, "-o", path,
+                           "--epochs", 200, "--threads", 1, "--quiet"], capsys)
+    assert code == 0, err
+    assert "epochs, refit on all the positives" in out
+    model = WARPFactorizer.load(path)
+    assert model.early_stopping == "refit" and model.epochs_done_ == model.best_epoch_ < 200
+    code, out, err = _run(["fit", ratings_csv, "-o", path, "--refit"], capsys)
+    assert code != 0 and "--refit needs --early-stopping" in err

@@ -63,6 +63,9 @@ def _model_args(parser):
                    help="hold out 10%% of each user's training positives, stop once "
                         "validation NDCG@10 has not improved for 10 epochs and keep the best "
                         "epoch (--epochs is then the maximum)")
+    g.add_argument("--refit", action="store_true",
+                   help="with --early-stopping: then train again on all the positives for "
+                        "the best epoch count (early_stopping='refit')")
     g.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -184,7 +187,18 @@ def _make_model(args):
     return WARPFactorizer(n_components=args.factors, loss=args.loss,
                           rank_weighting=args.rank_weighting, n_threads=args.threads,
                           random_state=args.seed, verbose=not args.quiet,
-                          early_stopping=getattr(args, "early_stopping", False), **params)
+                          early_stopping=_early_stopping(args), **params)
+
+
+def _early_stopping(args):
+    """``early_stopping`` from ``--early-stopping`` and ``--refit`` (False for a command
+    without them)."""
+    if getattr(args, "refit", False) and not args.early_stopping:
+        raise CLIError("--refit needs --early-stopping: it trains again for the epoch count "
+                       "that early stopping chose.")
+    if not getattr(args, "early_stopping", False):
+        return False
+    return "refit" if args.refit else True
 
 
 def _read_positives(path, args):
@@ -209,8 +223,10 @@ def _fit(model, train, out, **features):
               f"{len(h)} epochs in {seconds:.2f} s (last epoch loss {h[-1]['loss']:.4f})\n"
               if h else "fitted with 0 epochs\n")
     if getattr(model, "best_epoch_", None) is not None:
-        out.write(f"early stopping kept epoch {model.best_epoch_} (validation "
-                  f"{model.validation_metric} {max(model.validation_scores_):.4f})\n")
+        kept = (f"chose {model.best_epoch_} epochs, refit on all the positives"
+                if model.early_stopping == "refit" else f"kept epoch {model.best_epoch_}")
+        out.write(f"early stopping {kept} (validation {model.validation_metric} "
+                  f"{max(model.validation_scores_):.4f})\n")
     return model
 
 

@@ -199,7 +199,7 @@ class WARPFactorizer(FactorRecommender):
         The order used is ``sample_order_``. The orders give different factors. The
         measurements behind the choice are in docs/design.md ("Sample order: positives or
         users").
-    early_stopping : bool, default False
+    early_stopping : bool or "refit", default False
         Hold out validation positives, score them after every epoch, stop once
         ``n_iter_no_change`` epochs in a row did not beat the best score, and restore the
         parameters (factors, biases and optimizer state) of the best epoch; ``epochs``
@@ -207,7 +207,15 @@ class WARPFactorizer(FactorRecommender):
         :meth:`fit` gets it, else a seeded ``validation_fraction`` of every user's
         training positives (see ``warprec._validation.holdout``), which are then not
         trained on; they stay in ``train_matrix_``, so ``recommend(exclude_seen=True)``
-        still excludes them.
+        still excludes them. ``"refit"``: after that validated pass, :meth:`fit` trains
+        the model again from scratch on all of X for ``best_epoch_`` epochs (the same
+        result as ``fit`` with ``epochs=best_epoch_`` and ``early_stopping=False``), so
+        the held-out positives are trained on too, for about twice the time of one fit;
+        ``best_epoch_`` and ``validation_scores_`` are those of the validated pass,
+        ``history_`` that of the refit, and ``callback`` is called in both passes. With
+        ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
+        then acts as True. Only :meth:`fit` refits (:meth:`partial_fit` of a fitted
+        model raises).
     validation_fraction : float in (0, 1), default 0.1
         Share of each user's positives held out for early stopping when no
         ``validation_data`` is given (stochastically rounded per user; a user's last
@@ -300,7 +308,7 @@ class WARPFactorizer(FactorRecommender):
         "negative_sampling": [Options(_SAMPLING)],
         "rank_estimator": [Options(_ESTIMATORS)],
         "sample_order": [Options(_ORDERS)],
-        "early_stopping": ["boolean"],
+        "early_stopping": ["boolean", Options(["refit"])],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [POSITIVE_INT],
         "n_threads": [None, POSITIVE_INT],
@@ -429,8 +437,26 @@ class WARPFactorizer(FactorRecommender):
         self
         """
         self._reset()
-        return self._train(X, sample_weight, validation_data, callback, fresh=True,
-                           features=(user_features, item_features))
+        features = (user_features, item_features)
+        self._train(X, sample_weight, validation_data, callback, fresh=True,
+                    features=features)
+        if self.early_stopping == "refit" and validation_data is None \
+                and hasattr(self, "best_epoch_"):
+            self._refit(X, sample_weight, callback, features)
+        return self
+
+    def _refit(self, X, sample_weight, callback, features):
+        """``early_stopping="refit"``: train again from scratch on all of X for the
+        validated pass's ``best_epoch_`` epochs, keeping that pass's validation record."""
+        best, scores = self.best_epoch_, self.validation_scores_
+        epochs, stopping = self.epochs, self.early_stopping
+        try:
+            self.epochs, self.early_stopping = best, False
+            self._reset()
+            self._train(X, sample_weight, None, callback, fresh=True, features=features)
+        finally:
+            self.epochs, self.early_stopping = epochs, stopping
+        self.best_epoch_, self.validation_scores_ = best, scores
 
     def partial_fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
                     validation_data=None, callback=None):
@@ -452,7 +478,16 @@ class WARPFactorizer(FactorRecommender):
         ``identity_features``) and no other feature until they are described.
         """
         fresh = not hasattr(self, "user_factors_")
-        return self._train(X, sample_weight, validation_data, callback, fresh=fresh,
+        if fresh:
+            return self.fit(X, sample_weight, user_features=user_features,
+                            item_features=item_features, validation_data=validation_data,
+                            callback=callback)
+        if self.early_stopping == "refit":
+            raise ValueError("early_stopping='refit' trains the model again from scratch "
+                             "after the validated pass, which partial_fit (continuing from "
+                             "the current parameters) does not do: use fit, or set "
+                             "early_stopping=True for partial_fit.")
+        return self._train(X, sample_weight, validation_data, callback, fresh=False,
                            features=(user_features, item_features))
 
     def fold_in(self, user_items, *, epochs=None):

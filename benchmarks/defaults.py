@@ -60,6 +60,8 @@ N_EVAL_USERS = {"amazon-book": 10_000, "synthetic-longtail": 5_000, "synthetic-d
 CHECK_EVERY = 5
 #: The parts whose runs make up warprec's grid and LightFM's (not their re-measures).
 GRID_PARTS = ("grid", "small-grid")
+#: The parts that train the defaults with a change or two, for their own epochs.
+DEFAULTS_PARTS = ("defaults", "early-stopping", "refit", "long")
 LIGHTFM_PARTS = ("lightfm", "lightfm-small")
 
 
@@ -153,9 +155,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", action="append", choices=_family.NAMES)
     parser.add_argument("--part", action="append",
-                        choices=("defaults", "early-stopping", "refit", "long", "grid",
-                                 "small-grid",
-                                 "lightfm", "lightfm-small", "tune", "tune-warp", "tune-ccl",
+                        choices=(*DEFAULTS_PARTS, "grid", "small-grid", "lightfm",
+                                 "lightfm-small", "tune", "tune-warp", "tune-ccl",
                                  "remeasure"))
     parser.add_argument("--time-budget", type=float, default=120.0,
                         help="seconds of warprec.tune per data set (part 'tune')")
@@ -180,11 +181,8 @@ def main(argv=None):
                 remeasure(ds, scorer, args)
                 continue
             for seed in range(args.seeds):
-                if part in ("defaults", "early-stopping", "refit", "long"):
-                    points = [{"defaults": {}, "early-stopping": dict(early_stopping=True),
-                               "refit": dict(early_stopping="refit"),
-                               "long": dict(epochs=3 * _default_epochs() // 2,
-                                            early_stopping=False)}[part]]
+                if part in DEFAULTS_PARTS:
+                    points = [_defaults_part(part)]
                     run = run_warprec
                 elif part in ("tune", "tune-warp", "tune-ccl"):
                     points = [dict(time_budget=args.time_budget)]
@@ -202,8 +200,7 @@ def main(argv=None):
                 for params in points:
                     try:
                         result = run(ds, scorer, params, seed=seed, n_threads=args.threads,
-                                 max_epochs=None if part in ("defaults", "early-stopping",
-                                                             "refit")
+                                 max_epochs=None if part in DEFAULTS_PARTS
                                  else args.max_epochs)
                     except TypeError as exc:  # an option this version does not have
                         print(f"{name} {part} {params}: {exc}", flush=True)
@@ -221,6 +218,14 @@ def _default_epochs():
     from warprec import WARPFactorizer
 
     return WARPFactorizer().epochs
+
+
+def _defaults_part(part):
+    """The WARPFactorizer keyword arguments of a part of :data:`DEFAULTS_PARTS`: "long"
+    trains 1.5 times the default epochs."""
+    return {"defaults": {}, "early-stopping": dict(early_stopping=True),
+            "refit": dict(early_stopping="refit"),
+            "long": dict(epochs=3 * _default_epochs() // 2, early_stopping=False)}[part]
 
 
 #: Seeds of part ``remeasure`` (the grids ran with seed 0).

@@ -449,13 +449,9 @@ class WARPFactorizer(FactorRecommender):
         """``early_stopping="refit"``: train again from scratch on all of X for the
         validated pass's ``best_epoch_`` epochs, keeping that pass's validation record."""
         best, scores = self.best_epoch_, self.validation_scores_
-        epochs, stopping = self.epochs, self.early_stopping
-        try:
-            self.epochs, self.early_stopping = best, False
-            self._reset()
-            self._train(X, sample_weight, None, callback, fresh=True, features=features)
-        finally:
-            self.epochs, self.early_stopping = epochs, stopping
+        self._reset()
+        self._train(X, sample_weight, None, callback, fresh=True, features=features,
+                    refit_epochs=best)
         self.best_epoch_, self.validation_scores_ = best, scores
 
     def partial_fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
@@ -602,8 +598,11 @@ class WARPFactorizer(FactorRecommender):
             if name.endswith("_") and not name.startswith("__"):
                 delattr(self, name)
 
-    def _train(self, X, sample_weight, validation_data, callback, fresh, features):
+    def _train(self, X, sample_weight, validation_data, callback, fresh, features,
+               refit_epochs=None):
         config = self._check_params()
+        if refit_epochs is not None:   # early_stopping="refit"'s second pass
+            config.update(epochs=int(refit_epochs), early_stopping=False)
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
@@ -668,7 +667,7 @@ class WARPFactorizer(FactorRecommender):
         self.validation_scores_ = []
         if hasattr(self, "best_epoch_"):
             del self.best_epoch_
-        if validation_data is None and not self.early_stopping:
+        if validation_data is None and not config["early_stopping"]:
             return matrix, weights, None
         n_relevant = None
         if validation_data is None:
@@ -688,7 +687,7 @@ class WARPFactorizer(FactorRecommender):
                 monitor):
         """The epoch loop of :meth:`_train`."""
         best = _validation.BestSnapshot()
-        stopping = monitor is not None and self.early_stopping
+        stopping = monitor is not None and config["early_stopping"]
         order = None
         # (the feature matrices and their decay shares do not change during a fit: the
         # hybrid kernel's arguments are converted once)
@@ -1075,7 +1074,8 @@ class WARPFactorizer(FactorRecommender):
                                  f"among the max_sampled draws.")
         _validation.parse_metric(self.validation_metric)
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
-                    epochs=int(self.epochs), max_sampled=int(self.max_sampled),
+                    epochs=int(self.epochs), early_stopping=bool(self.early_stopping),
+                    max_sampled=int(self.max_sampled),
                     max_violators=int(self.max_violators), violators=self.max_violators > 1,
                     n_negatives=int(self.n_negatives),
                     exact_rank=self.rank_estimator == "exact",

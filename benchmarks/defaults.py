@@ -225,7 +225,7 @@ def _defaults_part(part):
     trains 1.5 times the default epochs."""
     return {"defaults": {}, "early-stopping": dict(early_stopping=True),
             "refit": dict(early_stopping="refit"),
-            "long": dict(epochs=3 * _default_epochs() // 2, early_stopping=False)}[part]
+            "long": dict(epochs=3 * _default_epochs() // 2)}[part]
 
 
 #: Seeds of part ``remeasure`` (the grids ran with seed 0).
@@ -280,7 +280,6 @@ def report(out, metric="ndcg@10"):
     if not Path(out).exists():
         print(f"no runs in {out}")
         return
-    default_epochs = _default_epochs()
     rows = _load_rows(out)
     lines = [f"# Defaults against the grid ({metric}; Recall@20 beside it)", "",
              "Re-measured: the chosen grid point trained again with seeds "
@@ -288,7 +287,7 @@ def report(out, metric="ndcg@10"):
              "| data | shape (users x items, positives, per item) | defaults | epochs run "
              "| best warprec grid point | re-measured | ratio (chosen; re-measured) "
              "| LightFM best grid point | re-measured | defaults / LightFM (chosen; re-measured) "
-             "| defaults + early stopping (epochs) | defaults, 1.5x epochs (last / peak) "
+             "| defaults + early stopping (epochs) | defaults, 1.5x epochs (final / peak; epochs) "
              "| warprec.tune (budget; epochs) | tuned / best grid (chosen; re-measured) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in _family.NAMES:
@@ -304,9 +303,8 @@ def report(out, metric="ndcg@10"):
         d_ep = ",".join(str(r["final"]["epoch"]) for r in defaults)
         grid = _best([r for r in mine if r["part"] in GRID_PARTS], metric)
         lfm = _best([r for r in mine if r["part"] in LIGHTFM_PARTS], metric)
-        # 1.5 times the current default epochs (runs at other counts are older defaults')
-        long = [r for r in mine if r["part"] == "long"
-                and r["params"].get("epochs") == 3 * default_epochs // 2]
+        # the current definition (runs of other epoch counts or options are older ones)
+        long = [r for r in mine if r["part"] == "long" and r["params"] == _defaults_part("long")]
         stopped = [r for r in mine if r["part"] == "early-stopping"]
         tuned = [r for r in mine if r["part"] == "tune"]
 
@@ -333,8 +331,12 @@ def report(out, metric="ndcg@10"):
         lfm_again_cell = f"{lfm_again:.4f}" if lfm_again else "-"
         long_cell = "-"
         if long:
-            curve = np.mean([[p[metric] for p in r["curve"]] for r in long], axis=0)
-            long_cell = f"{curve[-1]:.4f} / {curve.max():.4f}"
+            # (early stopping ends runs at different epochs: the checkpoints all ran)
+            n = min(len(r["curve"]) for r in long)
+            curve = np.mean([[p[metric] for p in r["curve"][:n]] for r in long], axis=0)
+            final = np.mean([r["final"][metric] for r in long])
+            long_cell = (f"{final:.4f} / {max(curve.max(initial=0.0), final):.4f} ("
+                         + ",".join(str(r["final"]["epoch"]) for r in long) + ")")
         dcell = f"{d:.4f} (R@20 {d_r:.4f})" if d is not None else "-"
         es_cell = "-"
         if stopped:

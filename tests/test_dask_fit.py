@@ -16,7 +16,7 @@ pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 from warprec import WARPFactorizer  # noqa: E402
-from warprec import _dask_fit  # noqa: E402
+from warprec import _dask_fit, _validation  # noqa: E402
 from warprec import dask as wdask  # noqa: E402
 from warprec.datasets import make_interactions  # noqa: E402
 from warprec.metrics import evaluate  # noqa: E402
@@ -156,8 +156,23 @@ def test_a_lost_worker_fails_the_fit_with_a_clear_error(tmp_path):
     assert "No model is returned" in proc.stdout
 
 
+def test_automatic_early_stopping_trains_all_epochs(client, data, monkeypatch):
+    """early_stopping="auto" (the default) trains for ``epochs`` on a cluster, even on
+    data large enough for the automatic hold-out: nothing is held out."""
+    monkeypatch.setattr(_validation, "EARLY_STOPPING_AUTO_USERS", 1)
+    train, _ = data
+    assert WARPFactorizer(**dict(PARAMS, epochs=0)).fit(train).early_stopping_
+    plain = WARPFactorizer(**dict(PARAMS, epochs=0, early_stopping=False)).fit(train)
+    model = _dask_fit.fit(train, client, **PARAMS, early_stopping="auto")
+    assert model.epochs_done_ == PARAMS["epochs"] and not model.early_stopping_
+    assert model.validation_scores_ == [] and model.train_matrix_.nnz == len(train)
+    # (resolved on all the positives, as without a hold-out)
+    assert model.learning_rate_ == plain.learning_rate_ and model.alpha_ == plain.alpha_
+
+
 @pytest.mark.parametrize("bad, message", [
     (dict(early_stopping=True), "early_stopping is not available"),
+    (dict(early_stopping="refit"), "early_stopping is not available"),
     (dict(combine="max"), "combine must be one of"),
 ])
 def test_bad_options_raise(client, data, bad, message):

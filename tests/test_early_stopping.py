@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from warprec import WARPFactorizer
-from warprec._validation import BestSnapshot, Monitor, holdout, parse_metric, select
+from warprec import WARPFactorizer, _validation
+from warprec._validation import (BestSnapshot, Monitor, check_interval, holdout, parse_metric,
+                                 select)
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate_factors
 
@@ -33,6 +34,95 @@ def test_holdout_shares_and_last_positive():
     assert not np.array_equal(held, holdout(X, 0.1, 6))
     one = sp.csr_matrix(np.eye(3, dtype=np.float32))
     assert not holdout(one, 0.9, 0).any()
+
+
+def test_holdout_from_a_sample_of_users():
+    """With max_users, only that many users (a seeded sample of those with 2+
+    positives) give positives, each the share it gives without the cap; with at most
+    max_users such users the split is the uncapped one."""
+    X = make_interactions(2000, 300, 30000, random_state=1)
+    X = sp.vstack([X, sp.csr_matrix(([1.0], ([0], [0])), shape=(50, 300))]).tocsr()
+    counts = np.diff(X.indptr)
+    rows = np.repeat(np.arange(X.shape[0]), counts)
+
+    def per_user(held):
+        return np.bincount(rows[held], minlength=X.shape[0])
+
+    held = holdout(X, 0.2, 5, max_users=300)
+    validated = np.flatnonzero(per_user(held))
+    assert 250 <= validated.size <= 300 and np.all(counts[validated] >= 2)
+    assert np.all(per_user(held) <= np.minimum(np.ceil(0.2 * counts), np.maximum(counts - 1, 0)))
+    assert abs(held.sum() / counts[validated].sum() - 0.2) < 0.05
+    assert np.array_equal(held, holdout(X, 0.2, 5, max_users=300))
+    other = np.flatnonzero(per_user(holdout(X, 0.2, 6, max_users=300)))
+    assert not np.array_equal(validated, other)
+    eligible = int(np.count_nonzero(counts >= 2))
+    assert np.array_equal(holdout(X, 0.2, 5, max_users=eligible), holdout(X, 0.2, 5))
+
+
+def test_check_interval_rule():
+    # a check scores users x items pairs; one positive's training costs about
+    # VALIDATION_PAIRS_PER_POSITIVE of them
+    per = _validation.VALIDATION_PAIRS_PER_POSITIVE
+    assert check_interval(1000, 1000, 10**6) == 1
+    assert check_interval(7_700, 24_915, 643_000) == 3       # amazon-book's shape
+    assert check_interval(10_000, 10 * per, 25_000) == 4
+    assert check_interval(10_000, 10 * per, 25_001) == 4
+    assert check_interval(10_000, 10 * per, 24_999) == 5
+    assert check_interval(5, 5, 0) >= 1
+
+
+def test_auto_early_stopping_follows_the_number_of_users(data, monkeypatch):
+    """early_stopping="auto": no validation on data with fewer than
+    EARLY_STOPPING_AUTO_USERS users of 2+ positives (the same model as False); at or
+    above it, early stopping on a hold-out of at most VALIDATION_MAX_USERS users."""
+    X = data[0] + data[1]
+    params = dict(n_components=8, epochs=12, learning_rate=0.2, n_threads=1, random_state=1)
+    small = WARPFactorizer(**params).fit(X)
+    assert small.early_stopping == "auto" and small.early_stopping_ is False
+    assert small.validation_scores_ == [] and not hasattr(small, "best_epoch_")
+    off = WARPFactorizer(**params, early_stopping=False).fit(X)
+    for name in PARAMS:
+        assert np.array_equal(getattr(small, name), getattr(off, name)), name
+    users = int(np.count_nonzero(np.diff(X.indptr) >= 2))
+    monkeypatch.setattr(_validation, "EARLY_STOPPING_AUTO_USERS", users)
+    monkeypatch.setattr(_validation, "VALIDATION_MAX_USERS", 40)
+    large = WARPFactorizer(**params, n_iter_no_change=2).fit(X)
+    assert large.early_stopping_ is True and large.validation_interval_ == 1
+    assert large.best_epoch_ == int(np.argmax(large.validation_scores_)) + 1
+    assert (large.train_matrix_ != X).nnz == 0
+    # the same as early_stopping=True, whose hold-out takes 40 users' positives
+    same = WARPFactorizer(**params, n_iter_no_change=2, early_stopping=True).fit(X)
+    assert same.validation_scores_ == large.validation_scores_
+    held = holdout(X, 0.1, [large.seed_, 1], max_users=40)
+    assert np.unique(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[held]).size <= 40
+    monkeypatch.setattr(_validation, "EARLY_STOPPING_AUTO_USERS", users + 1)
+    assert WARPFactorizer(**params).fit(X).early_stopping_ is False
+
+
+def test_validation_interval(data):
+    """A check every validation_interval epochs and after the last; stopping happens at
+    a check; the best checked epoch is restored bit for bit."""
+    train, valid = data
+    params = dict(n_components=8, learning_rate=0.2, n_threads=1, random_state=1)
+    model = WARPFactorizer(**params, epochs=10, validation_interval=3,
+                           early_stopping=False).fit(train, validation_data=valid)
+    checked = [h["epoch"] + 1 for h in model.history_ if "validation" in h]
+    assert checked == [3, 6, 9, 10] and len(model.validation_scores_) == 4
+    assert model.validation_interval_ == 3
+    every = WARPFactorizer(**params, epochs=10, validation_interval=1,
+                           early_stopping=False).fit(train, validation_data=valid)
+    assert [every.validation_scores_[e - 1] for e in checked] == model.validation_scores_
+    stopped = WARPFactorizer(**params, epochs=60, validation_interval=3, early_stopping=True,
+                             n_iter_no_change=4).fit(train, validation_data=valid)
+    checks = [h["epoch"] + 1 for h in stopped.history_ if "validation" in h]
+    assert all(e % 3 == 0 for e in checks[:-1]) and stopped.best_epoch_ in checks
+    assert len(stopped.history_) == checks[-1]     # it stopped at a check ...
+    assert checks[-1] < 60 and checks[-1] - stopped.best_epoch_ >= 4   # ... after patience
+    assert checks[-1] - 3 - stopped.best_epoch_ < 4
+    plain = WARPFactorizer(**params, epochs=stopped.best_epoch_).fit(train)
+    for name in PARAMS:
+        assert np.array_equal(getattr(stopped, name), getattr(plain, name)), name
 
 
 def test_select_partitions_the_matrix(data):

@@ -113,7 +113,7 @@ def test_best_params_score_and_model(X, result):
     assert out.best_score >= trials.loc[trials["trial"] == 0, "score"].max()
     row = chosen.loc[chosen["score"].idxmax()]
     assert out.best_params == {**{k: row[k] for k in DEFAULT_KEYS if not pd.isna(row[k])},
-                               "epochs": row["epochs"]}
+                               "epochs": row["epochs"], "early_stopping": False}
     model = out.best_model
     assert model.train_matrix_.nnz == X.nnz and model.train_matrix_.shape == X.shape
     assert model.epochs == out.best_params["epochs"] == model.epochs_done_
@@ -159,7 +159,7 @@ def test_custom_space_is_exhausted_and_divergence_is_survived(X):
     diverged = trials[trials["status"] == "diverged"]
     assert list(diverged["learning_rate"]) == [1e30] and diverged["score"].isna().all()
     assert out.best_params["learning_rate"] != 1e30
-    assert set(out.best_params) == {"learning_rate", "alpha", "epochs"}
+    assert set(out.best_params) == {"learning_rate", "alpha", "epochs", "early_stopping"}
     assert trials["max_epochs"].max() <= 40
 
 
@@ -205,8 +205,8 @@ def test_list_of_spaces_draws_from_each(X):
     cosine = trials[trials["loss"] == "ccl"]
     assert len(cosine) == 2 and cosine["max_sampled"].isna().all()
     assert sorted(cosine["margin"]) == [0.5, 0.7] and (cosine["n_negatives"] == 20).all()
-    assert set(out.best_params) - {"epochs"} <= {"max_sampled", "loss", "n_negatives",
-                                                  "margin"}
+    searched = set(out.best_params) - {"epochs", "early_stopping"}
+    assert searched <= {"max_sampled", "loss", "n_negatives", "margin"}
     assert WARPFactorizer(**out.best_params).get_params()["epochs"] == out.best_params["epochs"]
 
 
@@ -560,7 +560,15 @@ def test_cli_fit_early_stopping(ratings_csv, tmp_path, capsys):
     code, out, err = _run(["fit", ratings_csv, "-o", path, "--epochs", 3, "--threads", 1,
                            "--quiet"], capsys)
     assert code == 0 and "early stopping" not in out
-    assert WARPFactorizer.load(path).early_stopping is False
+    # (the library's default: on this small file, no early stopping)
+    model = WARPFactorizer.load(path)
+    assert model.early_stopping == "auto" and model.early_stopping_ is False
+    code, out, err = _run(["fit", ratings_csv, "-o", path, "--epochs", 3, "--threads", 1,
+                           "--quiet", "--no-early-stopping"], capsys)
+    assert code == 0 and WARPFactorizer.load(path).early_stopping is False
+    code, out, err = _run(["fit", ratings_csv, "-o", path, "--early-stopping",
+                           "--no-early-stopping"], capsys)
+    assert code != 0 and "contradict" in err
     code, out, err = _run(["fit", "--early-stopping", "--refit", ratings_csv, "-o", path,
                            "--epochs", 200, "--threads", 1, "--quiet"], capsys)
     assert code == 0, err

@@ -249,7 +249,8 @@ def fit(interactions, client=None, *, combine="mean", callback=None, **params):
         epoch's statistics, ``seconds`` and ``bytes_shipped``); returning False stops.
     **params
         ``WARPFactorizer`` parameters. ``n_threads`` is the threads per worker (default:
-        the worker's). Early stopping and side features are not available.
+        the worker's). Early stopping and side features are not available
+        (``early_stopping="auto"``, the default, trains for ``epochs``).
 
     Returns
     -------
@@ -266,11 +267,14 @@ def fit(interactions, client=None, *, combine="mean", callback=None, **params):
 
     if combine not in COMBINE:
         raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}.")
-    for name in ("early_stopping", "validation_data"):
-        if params.get(name):
+    for name, used in (("early_stopping", params.get("early_stopping", False)
+                        not in (False, "auto")),
+                       ("validation_data", params.get("validation_data") is not None)):
+        if used:
             raise ValueError(f"{name} is not available in distributed training; fit "
                              "without it, or use warprec.tune on a sample to choose epochs.")
-    model = WARPFactorizer(**params)
+    # (early_stopping="auto", the default, trains without early stopping here)
+    model = WARPFactorizer(**dict(params, early_stopping=False))
     epochs = model.epochs
     model.set_params(epochs=0)
     model.fit(_local(interactions))  # id maps, state, learning rate, decay and order

@@ -1,20 +1,24 @@
 """Validation during training: the held-out split, the per-epoch metric, and the
 best-epoch snapshot that early stopping restores.
 
-Used by :class:`warprec.WARPFactorizer` (``early_stopping=True`` or ``validation_data``)
-and by :func:`warprec.tune`.
+Used by :class:`warprec.WARPFactorizer` (``early_stopping`` or ``validation_data``) and
+by :func:`warprec.tune`.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.config import VALIDATION_MAX_USERS
+from ._kernels.config import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
+                              VALIDATION_PAIRS_PER_POSITIVE)
 from .data import _rank_within_user
 from .metrics import METRIC_NAMES, evaluate_factors
 
-__all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "holdout", "parse_metric"]
+__all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "auto_early_stopping",
+           "check_interval", "holdout", "parse_metric"]
 
 
 
@@ -33,14 +37,19 @@ def parse_metric(text):
                      f"and k >= 1, e.g. 'ndcg@10' (got {text!r}).")
 
 
-def holdout(matrix, fraction, seed):
+def holdout(matrix, fraction, seed, max_users=None):
     """Split a CSR matrix's positives into training and validation positives.
 
-    Each user with ``n_u`` positives gives ``floor(fraction * n_u + U)`` of them, chosen
-    uniformly at random, to validation (``U`` uniform in [0, 1): stochastic rounding, so
-    that even users with a handful of positives are validated in proportion, and the
-    expected held-out share is ``fraction`` for every user), but never the user's last
-    positive.
+    Each validated user with ``n_u`` positives gives ``floor(fraction * n_u + U)`` of
+    them, chosen uniformly at random, to validation (``U`` uniform in [0, 1): stochastic
+    rounding, so that even users with a handful of positives are validated in proportion,
+    and the expected held-out share is ``fraction`` for every validated user), but never
+    the user's last positive.
+
+    The validated users are all users, or, with ``max_users``, a seeded sample of
+    ``max_users`` of the users with at least 2 positives (all of them when there are no
+    more): a validation check scores at most that many users anyway, so holding out the
+    positives of the others would only take them from training.
 
     Returns
     -------
@@ -51,9 +60,32 @@ def holdout(matrix, fraction, seed):
     counts = np.diff(matrix.indptr).astype(np.int64)
     n_held = np.floor(fraction * counts + rng.random(counts.size)).astype(np.int64)
     n_held = np.minimum(n_held, np.maximum(counts - 1, 0))
+    if max_users is not None:
+        eligible = np.flatnonzero(counts >= 2)
+        if eligible.size > max_users:
+            chosen = np.zeros(counts.size, dtype=bool)
+            chosen[rng.choice(eligible, max_users, replace=False)] = True
+            n_held[~chosen] = 0
     rows = np.repeat(np.arange(counts.size), counts)
     rank, _ = _rank_within_user(rows, counts.size, rng.random(matrix.nnz))
     return rank < n_held[rows]
+
+
+def auto_early_stopping(matrix):
+    """Whether ``early_stopping="auto"`` validates on ``matrix``: when at least
+    ``EARLY_STOPPING_AUTO_USERS`` users have 2 or more positives."""
+    counts = np.diff(matrix.indptr)
+    return int(np.count_nonzero(counts >= 2)) >= EARLY_STOPPING_AUTO_USERS
+
+
+def check_interval(n_checked_users, n_items, n_positives):
+    """Epochs between validation checks for ``validation_interval="auto"``: a check
+    scores ``n_checked_users x n_items`` pairs, which costs about as much as training
+    ``VALIDATION_PAIRS_PER_POSITIVE`` times fewer positives; checking every
+    ``ceil(pairs / (VALIDATION_PAIRS_PER_POSITIVE x n_positives))`` epochs (at least 1)
+    keeps the checks at about a quarter of the training time or less."""
+    pairs = float(n_checked_users) * float(n_items)
+    return max(1, math.ceil(pairs / (VALIDATION_PAIRS_PER_POSITIVE * max(n_positives, 1))))
 
 
 def select(matrix, keep):

@@ -39,7 +39,7 @@ def _model_args(parser):
     g = parser.add_argument_group("model")
     g.add_argument("--factors", type=int, default=64, help="embedding dimension (default 64)")
     g.add_argument("--epochs", type=int, default=None,
-                   help="training epochs (default 50; the maximum with --early-stopping)")
+                   help="training epochs (default 50; the maximum with early stopping)")
     g.add_argument("--learning-rate", type=float, default=None,
                    help="step size (default: automatic, from the positives per user)")
     g.add_argument("--alpha", type=float, default=None,
@@ -60,9 +60,12 @@ def _model_args(parser):
                    help="use the documented configuration tuned on the ML-100K split "
                         "(warprec.model.TUNED_PARAMS)")
     g.add_argument("--early-stopping", action="store_true",
-                   help="hold out 10%% of each user's training positives, stop once "
-                        "validation NDCG@10 has not improved for 10 epochs and keep the best "
-                        "epoch (--epochs is then the maximum)")
+                   help="hold out 10%% of the training positives of up to 10,000 users, stop "
+                        "once validation NDCG@10 has not improved for 10 epochs and keep the "
+                        "best epoch (--epochs is then the maximum); without this flag, only "
+                        "on data with 20,000 or more users (early_stopping='auto')")
+    g.add_argument("--no-early-stopping", action="store_true",
+                   help="train for --epochs epochs whatever the data's size")
     g.add_argument("--refit", action="store_true",
                    help="with --early-stopping: then train again on all the positives for "
                         "the best epoch count (early_stopping='refit')")
@@ -191,13 +194,18 @@ def _make_model(args):
 
 
 def _early_stopping(args):
-    """``early_stopping`` from ``--early-stopping`` and ``--refit`` (False for a command
-    without them)."""
-    if getattr(args, "refit", False) and not args.early_stopping:
+    """``early_stopping`` from ``--early-stopping``, ``--no-early-stopping`` and
+    ``--refit`` ("auto", the library's default, without them)."""
+    if args.early_stopping and args.no_early_stopping:
+        raise CLIError("--early-stopping and --no-early-stopping contradict each other: "
+                       "give one of them.")
+    if args.refit and not args.early_stopping:
         raise CLIError("--refit needs --early-stopping: it trains again for the epoch count "
                        "that early stopping chose.")
-    if not getattr(args, "early_stopping", False):
+    if args.no_early_stopping:
         return False
+    if not args.early_stopping:
+        return "auto"
     return "refit" if args.refit else True
 
 

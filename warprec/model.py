@@ -199,29 +199,36 @@ class WARPFactorizer(FactorRecommender):
         The order used is ``sample_order_``. The orders give different factors. The
         measurements behind the choice are in docs/design.md ("Sample order: positives or
         users").
-    early_stopping : bool or "refit", default False
-        Hold out validation positives, score them after every epoch, stop once
-        ``n_iter_no_change`` epochs in a row did not beat the best score, and restore the
-        parameters (factors, biases and optimizer state) of the best epoch; ``epochs``
-        is then the maximum. The validation positives are ``validation_data`` if
-        :meth:`fit` gets it, else a seeded ``validation_fraction`` of every user's
-        training positives (see ``warprec._validation.holdout``), which are then not
-        trained on; they stay in ``train_matrix_``, so ``recommend(exclude_seen=True)``
-        still excludes them. ``"refit"``: after that validated pass, :meth:`fit` trains
-        the model again from scratch on all of X for ``best_epoch_`` epochs (the same
-        result as ``fit`` with ``epochs=best_epoch_`` and ``early_stopping=False``), so
-        the held-out positives are trained on too, for about twice the time of one fit;
+    early_stopping : bool, "auto" or "refit", default "auto"
+        True: hold out validation positives, score them every ``validation_interval``
+        epochs, stop once ``n_iter_no_change`` epochs passed without a better score, and
+        restore the parameters (factors, biases and optimizer state) of the best checked
+        epoch; ``epochs`` is then the maximum. The validation positives are
+        ``validation_data`` if :meth:`fit` gets it, else a seeded ``validation_fraction``
+        of the training positives of at most ``VALIDATION_MAX_USERS`` (10,000) users, a
+        seeded sample of those with 2 or more positives (see
+        ``warprec._validation.holdout``). Those are then not trained on; they stay in
+        ``train_matrix_``, so ``recommend(exclude_seen=True)`` still excludes them.
+        ``"auto"``: True when X has at least ``EARLY_STOPPING_AUTO_USERS`` (20,000) users
+        with 2 or more positives, so that the hold-out takes positives from at most half
+        of the users, else False (the choice is ``early_stopping_``; in the manner of
+        scikit-learn's ``HistGradientBoostingClassifier``). ``"refit"``: after that
+        validated pass, :meth:`fit` trains the model again from scratch on all of X for
+        ``best_epoch_`` epochs (the same result as ``fit`` with ``epochs=best_epoch_``
+        and ``early_stopping=False``), so the held-out positives are trained on too, for
+        about twice the time of one fit;
         ``best_epoch_`` and ``validation_scores_`` are those of the validated pass,
         ``history_`` that of the refit, and ``callback`` is called in both passes. With
         ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
         then acts as True. Only :meth:`fit` refits (:meth:`partial_fit` of a fitted
         model raises).
     validation_fraction : float in (0, 1), default 0.1
-        Share of each user's positives held out for early stopping when no
+        Share of each validated user's positives held out for early stopping when no
         ``validation_data`` is given (stochastically rounded per user; a user's last
         positive is never held out).
     n_iter_no_change : int, default 10
-        Epochs without a new best validation score before training stops. The
+        Epochs without a new best validation score before training stops (training
+        stops at the first check at least this many epochs after the best one). The
         validation score of a small data set is noisy from epoch to epoch, and a short
         patience stops slowly improving models early (see benchmarks/README.md).
     validation_metric : str, default "ndcg@10"
@@ -229,6 +236,13 @@ class WARPFactorizer(FactorRecommender):
         hit_rate (as :func:`warprec.metrics.evaluate` defines them), computed on at most
         ``warprec._validation.VALIDATION_MAX_USERS`` users (a seeded sample) with their
         training positives excluded. Higher is better.
+    validation_interval : int or "auto", default "auto"
+        Epochs between validation checks (when validating; the last epoch of a call is
+        always checked). ``"auto"``: every ``ceil(checked users x items /
+        (VALIDATION_PAIRS_PER_POSITIVE x training positives))`` epochs, so that checks,
+        which score every item for every checked user, add at most about a quarter of the
+        training time; 1 unless the catalogue is large for the positives (3 on
+        amazon-book). The interval used is ``validation_interval_``.
     verbose : bool, default False
         Show a tqdm progress bar over epochs (with the validation score when there is
         one).
@@ -264,10 +278,17 @@ class WARPFactorizer(FactorRecommender):
         Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"``: the
         mean share of a positive's negative draws that score at least as high), updates,
         mean_trials, samples, and
-        ``validation`` (the validation score) when validating.
+        ``validation`` (the validation score) in the epochs checked when validating.
     validation_scores_ : list of float
-        The validation score after each epoch of the last fit / partial_fit (only when
-        validating: ``early_stopping`` or ``validation_data``).
+        The validation score at each check of the last fit / partial_fit (only when
+        validating: ``early_stopping`` or ``validation_data``); ``history_`` has it as
+        ``validation`` in the entries of the checked epochs.
+    early_stopping_ : bool
+        Whether the last fit / partial_fit trained with early stopping
+        (``early_stopping`` with ``"auto"`` resolved; True for ``"refit"``).
+    validation_interval_ : int
+        Epochs between validation checks in the last fit / partial_fit (when
+        validating).
     best_epoch_ : int
         With early stopping: the number of epochs (counted over all fit and
         partial_fit calls, like ``epochs_done_``) after which the validation score was
@@ -308,9 +329,10 @@ class WARPFactorizer(FactorRecommender):
         "negative_sampling": [Options(_SAMPLING)],
         "rank_estimator": [Options(_ESTIMATORS)],
         "sample_order": [Options(_ORDERS)],
-        "early_stopping": ["boolean", Options(["refit"])],
+        "early_stopping": ["boolean", Options(["refit", "auto"])],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [POSITIVE_INT],
+        "validation_interval": [POSITIVE_INT, Options(["auto"])],
         "n_threads": [None, POSITIVE_INT],
         "identity_features": ["boolean"],
     }
@@ -321,9 +343,9 @@ class WARPFactorizer(FactorRecommender):
                  negative_weight="auto", k=None, n=10, top_fraction=None,
                  learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
-                 max_norm=None, sample_order="auto", early_stopping=False,
+                 max_norm=None, sample_order="auto", early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
-                 verbose=False, identity_features=True):
+                 validation_interval="auto", verbose=False, identity_features=True):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -350,6 +372,7 @@ class WARPFactorizer(FactorRecommender):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.validation_metric = validation_metric
+        self.validation_interval = validation_interval
         self.verbose = verbose
         self.identity_features = identity_features
 
@@ -414,7 +437,8 @@ class WARPFactorizer(FactorRecommender):
             order of ``train_matrix_.data``); a sparse matrix must have X's shape and a
             value at every positive. Weights must be finite and >= 0.
         validation_data : optional
-            Held-out positives scored after every epoch (see ``early_stopping``), in any
+            Held-out positives scored every ``validation_interval`` epochs (see
+            ``early_stopping``), in any
             form ``X`` takes, in X's index space (a matrix of X's shape, or raw ids known
             from X). Without early stopping the scores are only recorded
             (``validation_scores_``).
@@ -448,11 +472,14 @@ class WARPFactorizer(FactorRecommender):
     def _refit(self, X, sample_weight, callback, features):
         """``early_stopping="refit"``: train again from scratch on all of X for the
         validated pass's ``best_epoch_`` epochs, keeping that pass's validation record."""
-        best, scores = self.best_epoch_, self.validation_scores_
+        record = {name: getattr(self, name) for name in
+                  ("best_epoch_", "validation_scores_", "validation_interval_")}
         self._reset()
         self._train(X, sample_weight, None, callback, fresh=True, features=features,
-                    refit_epochs=best)
-        self.best_epoch_, self.validation_scores_ = best, scores
+                    refit_epochs=record["best_epoch_"])
+        for name, value in record.items():
+            setattr(self, name, value)
+        self.early_stopping_ = True
 
     def partial_fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
                     validation_data=None, callback=None):
@@ -662,17 +689,24 @@ class WARPFactorizer(FactorRecommender):
     def _validation_split(self, matrix, weights, validation_data, config):
         """The positives to train on, their weights, and the validation monitor (None
         when not validating). Early stopping without ``validation_data`` holds out a
-        seeded share of every user's positives (the same split for the same X and
-        random_state, in fit and partial_fit)."""
+        seeded share of the positives of (a seeded sample of) the users (the same split
+        for the same X and random_state, in fit and partial_fit). Resolves
+        ``early_stopping="auto"`` and ``validation_interval="auto"`` into ``config``."""
         self.validation_scores_ = []
-        if hasattr(self, "best_epoch_"):
-            del self.best_epoch_
-        if validation_data is None and not config["early_stopping"]:
+        for name in ("best_epoch_", "validation_interval_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        stopping = config["early_stopping"]
+        if stopping == "auto":
+            stopping = _validation.auto_early_stopping(matrix)
+        config["early_stopping"] = self.early_stopping_ = bool(stopping)
+        if validation_data is None and not stopping:
             return matrix, weights, None
         n_relevant = None
         if validation_data is None:
             held = _validation.holdout(matrix, float(self.validation_fraction),
-                                       [self.seed_, 1])
+                                       [self.seed_, 1],
+                                       max_users=_validation.VALIDATION_MAX_USERS)
             valid = _validation.select(matrix, held)
             matrix, weights = _validation.select(matrix, ~held), weights[~held]
         else:
@@ -681,6 +715,11 @@ class WARPFactorizer(FactorRecommender):
         # (the hold-out keeps every user's last positive, so something is left to train on)
         monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
                                       config["n_threads"], n_relevant)
+        interval = config["validation_interval"]
+        if interval == "auto":
+            interval = _validation.check_interval(monitor.users.size, matrix.shape[1],
+                                                  matrix.nnz)
+        config["validation_interval"] = self.validation_interval_ = int(interval)
         return matrix, weights, monitor
 
     def _epochs(self, config, matrix, mode, positives, settings, work, progress, callback,
@@ -692,7 +731,8 @@ class WARPFactorizer(FactorRecommender):
         # (the feature matrices and their decay shares do not change during a fit: the
         # hybrid kernel's arguments are converted once)
         features = self._feature_parameters() if mode.features else None
-        for _ in range(config["epochs"]):
+        interval = config["validation_interval"]
+        for done in range(1, config["epochs"] + 1):
             epoch = self.epochs_done_
             order = self._epoch_order(matrix, epoch, order, positives.indptr)
             params = (features if mode.features
@@ -723,7 +763,10 @@ class WARPFactorizer(FactorRecommender):
                     "cause this.", epoch)
             info = _epoch_info(epoch, seconds, work.stats)
             self.epochs_done_ += 1
-            if monitor is not None:
+            # (a check every ``interval`` epochs of this call, and after its last epoch)
+            checked = monitor is not None and (done % interval == 0
+                                               or done == config["epochs"])
+            if checked:
                 info["validation"] = monitor(self.user_factors_, self.item_factors_,
                                              self.item_biases_)
                 self.validation_scores_.append(info["validation"])
@@ -733,13 +776,14 @@ class WARPFactorizer(FactorRecommender):
             progress.update(1)
             if self.verbose:
                 postfix = dict(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
-                if monitor is not None:
-                    postfix[monitor.key] = f"{info['validation']:.4f}"
+                if self.validation_scores_:
+                    postfix[monitor.key] = f"{self.validation_scores_[-1]:.4f}"
                 progress.set_postfix(postfix)
             log.debug("epoch %d: %s", epoch, info)
             if callback is not None and callback(self, info) is False:
                 break
-            if stopping and self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
+            if checked and stopping and \
+                    self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
                 break
         if stopping and best.epochs is not None:
             best.restore(self._parameters())
@@ -1074,7 +1118,8 @@ class WARPFactorizer(FactorRecommender):
                                  f"among the max_sampled draws.")
         _validation.parse_metric(self.validation_metric)
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
-                    epochs=int(self.epochs), early_stopping=bool(self.early_stopping),
+                    epochs=int(self.epochs), early_stopping=self.early_stopping,
+                    validation_interval=self.validation_interval,
                     max_sampled=int(self.max_sampled),
                     max_violators=int(self.max_violators), violators=self.max_violators > 1,
                     n_negatives=int(self.n_negatives),
@@ -1257,8 +1302,9 @@ class WARPFactorizer(FactorRecommender):
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
             train_data=self.train_matrix_.data,
         )
-        if hasattr(self, "best_epoch_"):
-            arrays["best_epoch"] = np.array(self.best_epoch_)
+        for name in ("best_epoch", "validation_interval", "early_stopping"):
+            if hasattr(self, name + "_"):
+                arrays[name] = np.array(getattr(self, name + "_"))
         if self._hybrid():
             arrays.update(self._feature_arrays())
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
@@ -1333,8 +1379,12 @@ class WARPFactorizer(FactorRecommender):
             model.learning_rate_ = (float(data["learning_rate"]) if "learning_rate" in data
                                     else float(model.learning_rate))
             model.validation_scores_ = [float(v) for v in data.get("validation_scores", [])]
-            if "best_epoch" in data:
-                model.best_epoch_ = int(data["best_epoch"])
+            for name in ("best_epoch", "validation_interval"):
+                if name in data:
+                    setattr(model, name + "_", int(data[name]))
+            # (files written before early_stopping="auto" existed: the parameter says)
+            model.early_stopping_ = (bool(data["early_stopping"]) if "early_stopping" in data
+                                     else bool(model.early_stopping))
             model.sample_order_ = model._resolve_sample_order()
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]

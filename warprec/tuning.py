@@ -117,7 +117,7 @@ class TuneResult:
         (``best_epoch_`` on the training part; when the budget ended the defaults'
         trial before early stopping did and the defaults are chosen, the epochs that
         fit the rest of the budget on all of X, up to ``max(WARPFactorizer().epochs,
-        best epoch)``).
+        best epoch)``), and ``early_stopping=False`` (the epochs are chosen).
         ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
     best_score : float
         The chosen trial's validation score (``metric`` of its best epoch): its largest
@@ -340,11 +340,12 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
             # trains for as long as the budget allows, up to their default epochs
             epochs = max(search.default_epochs, best.epochs)
             model = _fit_until(WARPFactorizer(**best.params, epochs=epochs,
-                                              n_threads=n_threads, random_state=seed),
+                                              early_stopping=False, n_threads=n_threads,
+                                              random_state=seed),
                                full, search.deadline)
-            best_params = dict(best.params, epochs=int(model.epochs))
+            best_params = dict(best.params, epochs=int(model.epochs), early_stopping=False)
         else:
-            best_params = dict(best.params, epochs=int(best.epochs))
+            best_params = dict(best.params, epochs=int(best.epochs), early_stopping=False)
             model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
             model.fit(full)
         elapsed = time.perf_counter() - start
@@ -659,7 +660,7 @@ class _Search:
                 model.partial_fit(self.train, validation_data=self.valid, callback=callback)
             else:
                 model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=True,
-                                       n_iter_no_change=self.patience,
+                                       validation_interval=1, n_iter_no_change=self.patience,
                                        validation_metric=self.metric, n_threads=self.n_threads,
                                        random_state=self.seed)
                 model.fit(self.train, validation_data=self.valid, callback=callback)

@@ -64,6 +64,20 @@ PREFETCH_ABOVE_BYTES = 8 * 2**20
 #: the data size.
 VALIDATION_MAX_USERS = 10_000
 
+#: ``early_stopping="auto"`` validates when at least this many users have 2 or more
+#: positives. The hold-out then takes positives from at most half of the users
+#: (``VALIDATION_MAX_USERS`` of them), and the check averages over enough users to see a
+#: peak through the noise; on smaller data holding out costs more than stopping at the
+#: peak gains (docs/design.md, "Early stopping by default on large data").
+EARLY_STOPPING_AUTO_USERS = 20_000
+
+#: ``validation_interval="auto"`` checks every ``ceil(checked users x items /
+#: (VALIDATION_PAIRS_PER_POSITIVE x training positives))`` epochs. A check scores every
+#: item for every checked user, an epoch trains on every positive; on amazon-book one
+#: positive's training costs about as much as scoring 390 (user, item) pairs, so checks
+#: then add at most about a quarter of the training time.
+VALIDATION_PAIRS_PER_POSITIVE = 100
+
 #: :meth:`WARPFactorizer.fold_in` runs on the model's threads from this many positives
 #: on (below it on one thread, so that a few users fold in bit-reproducibly and without
 #: the cost of a parallel launch).

@@ -182,7 +182,7 @@ def main(argv=None):
                 continue
             for seed in range(args.seeds):
                 if part in DEFAULTS_PARTS:
-                    points = [_defaults_part(part)]
+                    points = [_defaults_part(part, ds)]
                     run = run_warprec
                 elif part in ("tune", "tune-warp", "tune-ccl"):
                     points = [dict(time_budget=args.time_budget)]
@@ -214,18 +214,22 @@ def main(argv=None):
     report(args.out)
 
 
-def _default_epochs():
-    from warprec import WARPFactorizer
+def _long_epochs(ds):
+    """1.5 times the defaults' epoch count on ``ds``: of ``epochs="auto"``'s maximum with
+    early stopping where ``early_stopping="auto"`` validates, else of its plain count."""
+    from warprec import _validation
+    from warprec._kernels.config import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
 
-    return WARPFactorizer().epochs
+    validated = _validation.auto_early_stopping(ds.train)
+    return 3 * (AUTO_EPOCHS_EARLY_STOPPING if validated else AUTO_EPOCHS) // 2
 
 
-def _defaults_part(part):
-    """The WARPFactorizer keyword arguments of a part of :data:`DEFAULTS_PARTS`: "long"
-    trains 1.5 times the default epochs."""
+def _defaults_part(part, ds):
+    """The WARPFactorizer keyword arguments of a part of :data:`DEFAULTS_PARTS` on
+    ``ds``: "long" trains 1.5 times the default epochs."""
     return {"defaults": {}, "early-stopping": dict(early_stopping=True),
             "refit": dict(early_stopping="refit"),
-            "long": dict(epochs=3 * _default_epochs() // 2)}[part]
+            "long": dict(epochs=_long_epochs(ds))}[part]
 
 
 #: Seeds of part ``remeasure`` (the grids ran with seed 0).
@@ -303,8 +307,11 @@ def report(out, metric="ndcg@10"):
         d_ep = ",".join(str(r["final"]["epoch"]) for r in defaults)
         grid = _best([r for r in mine if r["part"] in GRID_PARTS], metric)
         lfm = _best([r for r in mine if r["part"] in LIGHTFM_PARTS], metric)
-        # the current definition (runs of other epoch counts or options are older ones)
-        long = [r for r in mine if r["part"] == "long" and r["params"] == _defaults_part("long")]
+        # the current definition: the epochs alone, the most of them (runs with other
+        # options or fewer epochs are older ones; see _long_epochs)
+        long = [r for r in mine if r["part"] == "long" and list(r["params"]) == ["epochs"]]
+        long = [r for r in long if r["params"]["epochs"] == max(q["params"]["epochs"]
+                                                                for q in long)]
         stopped = [r for r in mine if r["part"] == "early-stopping"]
         tuned = [r for r in mine if r["part"] == "tune"]
 

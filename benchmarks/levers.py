@@ -5,7 +5,8 @@
     .venv/bin/python benchmarks/levers.py synthetic-longtail --lightfm 0.02,100
 
 For every configuration (``WARPFactorizer`` keyword arguments on top of the defaults,
-trained by ``defaults.run_warprec``: d = 64, 2 threads) it prints the mean over the seeds
+trained by ``defaults.run_warprec``: d = 64, 2 threads, ``early_stopping=False`` unless
+given) it prints the mean over the seeds
 of NDCG@10 every 5 epochs, its peak and the last value; the data sets, splits and
 evaluator are those of ``defaults.py`` (``_family.py``, ``_common.Scorer``). ``--lightfm
 LR,MAX_SAMPLED`` runs LightFM 1.17's WARP instead (``defaults.run_lightfm``). A quick way
@@ -60,9 +61,10 @@ def main(argv=None):
             ds, scorer, params, seed=seed, max_epochs=args.epochs, n_threads=args.threads),
             args.metric)}
     else:
+        # (curves run all the epochs: early stopping only where a configuration asks)
         runs = {json.dumps(p): (lambda seed, p=p: metric_curve(run_warprec(
-            ds, scorer, p, seed=seed, max_epochs=args.epochs, n_threads=args.threads),
-            args.metric))
+            ds, scorer, {"early_stopping": False, **p}, seed=seed, max_epochs=args.epochs,
+            n_threads=args.threads), args.metric))
             for p in json.loads(args.configs)}
     for name, run in runs.items():
         curves, seconds = zip(*(run(seed) for seed in seeds))

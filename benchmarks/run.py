@@ -52,11 +52,14 @@ def warprec_defaults(train=None):
     """WARPFactorizer's defaults; an automatic learning rate is resolved for ``train``
     (a fit of zero epochs), so that LightFM can be given the same number."""
     from warprec import WARPFactorizer
+    from warprec._kernels.config import AUTO_EPOCHS
     p = WARPFactorizer().get_params()
     rate = p["learning_rate"]
     if isinstance(rate, str) and train is not None:
         rate = WARPFactorizer(epochs=0, n_threads=1).fit(train).learning_rate_
-    return dict(learning_rate=rate, max_sampled=p["max_sampled"], epochs=p["epochs"])
+    # (the speed runs train without early stopping: its plain epoch count)
+    epochs = AUTO_EPOCHS if p["epochs"] == "auto" else p["epochs"]
+    return dict(learning_rate=rate, max_sampled=p["max_sampled"], epochs=epochs)
 
 
 def ml100k_configs(cap, train):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import naive
 from warprec import DivergenceError, WARPFactorizer
+from warprec._kernels.config import AUTO_EPOCHS
 from warprec.datasets import make_interactions
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -149,7 +150,7 @@ def test_default_settings_are_stable(case, loss, n_threads):
     params = dict(loss="warp", rank_estimator="exact") if loss == "exact" else dict(loss=loss)
     model = WARPFactorizer(n_threads=n_threads, **params)  # default everything else
     model.fit(X, sample_weight=weights)  # no DivergenceError
-    assert model.epochs_done_ == model.epochs and model._parameters_usable()
+    assert model.epochs_done_ == AUTO_EPOCHS and model._parameters_usable()
     scores = model.predict(np.repeat(np.arange(X.shape[0]), X.shape[1]),
                            np.tile(np.arange(X.shape[1]), X.shape[0]))
     assert np.isfinite(scores).all()

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from warprec import WARPFactorizer, _validation
+from warprec._kernels.config import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
 from warprec._validation import (BestSnapshot, Monitor, check_interval, holdout, parse_metric,
                                  select)
 from warprec.datasets import make_interactions
@@ -98,6 +99,21 @@ def test_auto_early_stopping_follows_the_number_of_users(data, monkeypatch):
     assert np.unique(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[held]).size <= 40
     monkeypatch.setattr(_validation, "EARLY_STOPPING_AUTO_USERS", users + 1)
     assert WARPFactorizer(**params).fit(X).early_stopping_ is False
+
+
+def test_automatic_epochs(data):
+    """epochs="auto": AUTO_EPOCHS without early stopping, at most
+    AUTO_EPOCHS_EARLY_STOPPING with it (also with validation_data but no stopping: 50)."""
+    train, valid = data
+    params = dict(n_components=4, n_threads=1, random_state=1)
+    assert WARPFactorizer().epochs == "auto"
+    assert WARPFactorizer(**params).fit(train).epochs_done_ == AUTO_EPOCHS
+    recorded = WARPFactorizer(**params, early_stopping=False).fit(train, validation_data=valid)
+    assert recorded.epochs_done_ == AUTO_EPOCHS == len(recorded.validation_scores_)
+    patient = WARPFactorizer(**params, early_stopping=True, n_iter_no_change=1000)
+    patient.fit(train, validation_data=valid)
+    assert len(patient.history_) == AUTO_EPOCHS_EARLY_STOPPING
+    assert patient.epochs_done_ == patient.best_epoch_ <= AUTO_EPOCHS_EARLY_STOPPING
 
 
 def test_validation_interval(data):

@@ -39,7 +39,7 @@ def _model_args(parser):
     g = parser.add_argument_group("model")
     g.add_argument("--factors", type=int, default=64, help="embedding dimension (default 64)")
     g.add_argument("--epochs", type=int, default=None,
-                   help="training epochs (default 50; the maximum with early stopping)")
+                   help="training epochs (default 50, or at most 100 with early stopping)")
     g.add_argument("--learning-rate", type=float, default=None,
                    help="step size (default: automatic, from the positives per user)")
     g.add_argument("--alpha", type=float, default=None,

@@ -30,8 +30,9 @@ from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
-from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_LR,
-                              AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
+from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_EPOCHS,
+                              AUTO_EPOCHS_EARLY_STOPPING, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX,
+                              AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
                               CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
                               PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
@@ -78,9 +79,11 @@ class WARPFactorizer(FactorRecommender):
     ----------
     n_components : int, default 64
         Embedding dimension d.
-    epochs : int, default 50
+    epochs : int or "auto", default "auto"
         Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`);
-        the maximum with ``early_stopping``.
+        the maximum with early stopping. ``"auto"``: 50 (``AUTO_EPOCHS``), or at most 100
+        (``AUTO_EPOCHS_EARLY_STOPPING``) with early stopping, which then ends training
+        ``n_iter_no_change`` epochs after the best one.
     learning_rate : float or "auto", default "auto"
         Step size (Adagrad's base rate with the default schedule). ``"auto"`` uses
         ``min(0.46 / positives per user, 0.011 * sqrt(positives per item))`` of the
@@ -313,7 +316,7 @@ class WARPFactorizer(FactorRecommender):
     #: parameters or have their own parsers, and are checked in code.
     _parameter_constraints = {
         "n_components": [POSITIVE_INT],
-        "epochs": [Interval(Integral, 0, None, closed="left")],
+        "epochs": [Interval(Integral, 0, None, closed="left"), Options(["auto"])],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
         "max_sampled": [POSITIVE_INT],
         "max_violators": [POSITIVE_INT],
@@ -337,7 +340,7 @@ class WARPFactorizer(FactorRecommender):
         "identity_features": ["boolean"],
     }
 
-    def __init__(self, n_components=64, epochs=50, learning_rate="auto", max_sampled=100,
+    def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
                  negative_weight="auto", k=None, n=10, top_fraction=None,
@@ -700,6 +703,8 @@ class WARPFactorizer(FactorRecommender):
         if stopping == "auto":
             stopping = _validation.auto_early_stopping(matrix)
         config["early_stopping"] = self.early_stopping_ = bool(stopping)
+        if config["epochs"] == "auto":
+            config["epochs"] = AUTO_EPOCHS_EARLY_STOPPING if stopping else AUTO_EPOCHS
         if validation_data is None and not stopping:
             return matrix, weights, None
         n_relevant = None
@@ -1118,7 +1123,7 @@ class WARPFactorizer(FactorRecommender):
                                  f"among the max_sampled draws.")
         _validation.parse_metric(self.validation_metric)
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
-                    epochs=int(self.epochs), early_stopping=self.early_stopping,
+                    epochs=self.epochs, early_stopping=self.early_stopping,
                     validation_interval=self.validation_interval,
                     max_sampled=int(self.max_sampled),
                     max_violators=int(self.max_violators), violators=self.max_violators > 1,

@@ -33,8 +33,8 @@ import numpy as np
 
 from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
-from ._kernels.config import (FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN,
-                              TUNE_SWITCH_Z)
+from ._kernels.config import (AUTO_EPOCHS, FIRST_RUNG_EPOCHS, REDUCTION_FACTOR,
+                              TUNE_REFIT_MARGIN, TUNE_SWITCH_Z)
 from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
@@ -116,8 +116,8 @@ class TuneResult:
         search space plus ``epochs``, the chosen trial's best epoch count
         (``best_epoch_`` on the training part; when the budget ended the defaults'
         trial before early stopping did and the defaults are chosen, the epochs that
-        fit the rest of the budget on all of X, up to ``max(WARPFactorizer().epochs,
-        best epoch)``), and ``early_stopping=False`` (the epochs are chosen).
+        fit the rest of the budget on all of X, up to the larger of 50 (``AUTO_EPOCHS``)
+        and the best epoch), and ``early_stopping=False`` (the epochs are chosen).
         ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
     best_score : float
         The chosen trial's validation score (``metric`` of its best epoch): its largest
@@ -447,7 +447,10 @@ class _Search:
         self.only_defaults = False
         self.defaults_only_fit = False  # the defaults' validated fit does not fit the budget
         self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
-        self.default_epochs = int(defaults["epochs"])
+        # the defaults' epochs without early stopping (the budget's estimates and the
+        # refit of a defaults trial the budget ended)
+        self.default_epochs = (AUTO_EPOCHS if defaults["epochs"] == "auto"
+                               else int(defaults["epochs"]))
         self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
         self.selection = None        # the comparison of the best trial with the defaults

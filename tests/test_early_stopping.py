@@ -141,6 +141,23 @@ def test_validation_interval(data):
         assert np.array_equal(getattr(stopped, name), getattr(plain, name)), name
 
 
+def test_validation_record_survives_save_and_load(data, tmp_path):
+    train, valid = data
+    model = WARPFactorizer(n_components=4, epochs=7, validation_interval=2, n_threads=1,
+                           early_stopping=True, n_iter_no_change=50)
+    model.fit(train, validation_data=valid)
+    model.save(tmp_path / "m.npz")
+    loaded = WARPFactorizer.load(tmp_path / "m.npz")
+    for name in ("early_stopping_", "validation_interval_", "best_epoch_",
+                 "validation_scores_"):
+        assert getattr(loaded, name) == getattr(model, name), name
+    assert loaded.validation_interval_ == 2 and len(loaded.validation_scores_) == 4
+    plain = WARPFactorizer(n_components=4, epochs=2, n_threads=1).fit(train)
+    plain.save(tmp_path / "p.npz")
+    loaded = WARPFactorizer.load(tmp_path / "p.npz")
+    assert loaded.early_stopping_ is False and not hasattr(loaded, "validation_interval_")
+
+
 def test_select_partitions_the_matrix(data):
     train, valid = data
     assert train.multiply(valid).nnz == 0

@@ -29,8 +29,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.config import AUTO_EPOCHS, WAIT_POLL_SECONDS
-from .model import _unit_rows
+from ._kernels.config import WAIT_POLL_SECONDS
+from .model import _resolve_epochs, _unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +275,7 @@ def fit(interactions, client=None, *, combine="mean", callback=None, **params):
                              "without it, or use warprec.tune on a sample to choose epochs.")
     # (early_stopping="auto", the default, trains without early stopping here)
     model = WARPFactorizer(**dict(params, early_stopping=False))
-    # (without early stopping "auto" is the plain epoch count)
-    epochs = AUTO_EPOCHS if model.epochs == "auto" else model.epochs
+    epochs = _resolve_epochs(model.epochs, early_stopping=False)
     model.set_params(epochs=0)
     model.fit(_local(interactions))  # id maps, state, learning rate, decay and order
     model.set_params(epochs=epochs)

@@ -693,8 +693,9 @@ class WARPFactorizer(FactorRecommender):
         """The positives to train on, their weights, and the validation monitor (None
         when not validating). Early stopping without ``validation_data`` holds out a
         seeded share of the positives of (a seeded sample of) the users (the same split
-        for the same X and random_state, in fit and partial_fit). Resolves
-        ``early_stopping="auto"`` and ``validation_interval="auto"`` into ``config``."""
+        for the same X and random_state, in fit and partial_fit). Resolves the "auto"
+        values of ``early_stopping``, ``epochs`` and ``validation_interval`` into
+        ``config``."""
         self.validation_scores_ = []
         for name in ("best_epoch_", "validation_interval_"):
             if hasattr(self, name):
@@ -703,8 +704,7 @@ class WARPFactorizer(FactorRecommender):
         if stopping == "auto":
             stopping = _validation.auto_early_stopping(matrix)
         config["early_stopping"] = self.early_stopping_ = bool(stopping)
-        if config["epochs"] == "auto":
-            config["epochs"] = AUTO_EPOCHS_EARLY_STOPPING if stopping else AUTO_EPOCHS
+        config["epochs"] = _resolve_epochs(config["epochs"], stopping)
         if validation_data is None and not stopping:
             return matrix, weights, None
         n_relevant = None
@@ -1501,6 +1501,14 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _resolve_epochs(epochs, early_stopping):
+    """The epoch count (with early stopping, the maximum) that ``epochs`` means for a fit
+    with or without early stopping."""
+    if epochs == "auto":
+        return AUTO_EPOCHS_EARLY_STOPPING if early_stopping else AUTO_EPOCHS
+    return int(epochs)
 
 
 def _make_work(mode, n_threads, d, n_items, config):

@@ -33,8 +33,8 @@ import numpy as np
 
 from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
-from ._kernels.config import (AUTO_EPOCHS, FIRST_RUNG_EPOCHS, REDUCTION_FACTOR,
-                              TUNE_REFIT_MARGIN, TUNE_SWITCH_Z)
+from ._kernels.config import (FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN,
+                              TUNE_SWITCH_Z)
 from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
@@ -417,7 +417,7 @@ class _Search:
 
     def __init__(self, *, train, valid, space, seed, metric, fraction, max_epochs, patience,
                  n_threads, start, budget, progress):
-        from .model import WARPFactorizer
+        from .model import WARPFactorizer, _resolve_epochs
 
         self.train, self.valid = train, valid
         self.space, self.seed, self.metric = space, seed, metric
@@ -449,8 +449,7 @@ class _Search:
         self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
         # the defaults' epochs without early stopping (the budget's estimates and the
         # refit of a defaults trial the budget ended)
-        self.default_epochs = (AUTO_EPOCHS if defaults["epochs"] == "auto"
-                               else int(defaults["epochs"]))
+        self.default_epochs = _resolve_epochs(defaults["epochs"], early_stopping=False)
         self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
         self.selection = None        # the comparison of the best trial with the defaults

@@ -68,6 +68,9 @@ def main(argv=None):
             for p in json.loads(args.configs)}
     for name, run in runs.items():
         curves, seconds = zip(*(run(seed) for seed in seeds))
+        # (early stopping ends runs at different epochs: the checkpoints all ran)
+        n = min(len(c) for c in curves)
+        curves, seconds = [c[:n] for c in curves], [s[:n] for s in seconds]
         mean = np.mean(curves, axis=0)
         peak = int(np.argmax(mean))
         print(f"{args.data} {name} {args.metric}: peak {mean[peak]:.4f} at "

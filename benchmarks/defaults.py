@@ -218,10 +218,16 @@ def _long_epochs(ds):
     """1.5 times the defaults' epoch count on ``ds``: of ``epochs="auto"``'s maximum with
     early stopping where ``early_stopping="auto"`` validates, else of its plain count."""
     from warprec import _validation
-    from warprec._kernels.config import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
+    from warprec.model import _resolve_epochs
 
-    validated = _validation.auto_early_stopping(ds.train)
-    return 3 * (AUTO_EPOCHS_EARLY_STOPPING if validated else AUTO_EPOCHS) // 2
+    return 3 * _resolve_epochs("auto", _validation.auto_early_stopping(ds.train)) // 2
+
+
+def common_checkpoints(curves):
+    """Each curve (a list per run) cut to the checkpoints that every run reached: early
+    stopping ends runs at different epochs."""
+    n = min(len(curve) for curve in curves)
+    return [list(curve)[:n] for curve in curves]
 
 
 def _defaults_part(part, ds):
@@ -338,9 +344,8 @@ def report(out, metric="ndcg@10"):
         lfm_again_cell = f"{lfm_again:.4f}" if lfm_again else "-"
         long_cell = "-"
         if long:
-            # (early stopping ends runs at different epochs: the checkpoints all ran)
-            n = min(len(r["curve"]) for r in long)
-            curve = np.mean([[p[metric] for p in r["curve"][:n]] for r in long], axis=0)
+            curve = np.mean(common_checkpoints([[p[metric] for p in r["curve"]]
+                                                for r in long]), axis=0)
             final = np.mean([r["final"][metric] for r in long])
             long_cell = (f"{final:.4f} / {max(curve.max(initial=0.0), final):.4f} ("
                          + ",".join(str(r["final"]["epoch"]) for r in long) + ")")

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _family  # noqa: E402
 from _common import Scorer  # noqa: E402
-from defaults import CHECK_EVERY, N_EVAL_USERS, run_lightfm, run_warprec  # noqa: E402
+from defaults import (CHECK_EVERY, N_EVAL_USERS, common_checkpoints, run_lightfm,  # noqa: E402
+                      run_warprec)
 
 EVERY = CHECK_EVERY
 
@@ -68,9 +69,7 @@ def main(argv=None):
             for p in json.loads(args.configs)}
     for name, run in runs.items():
         curves, seconds = zip(*(run(seed) for seed in seeds))
-        # (early stopping ends runs at different epochs: the checkpoints all ran)
-        n = min(len(c) for c in curves)
-        curves, seconds = [c[:n] for c in curves], [s[:n] for s in seconds]
+        curves, seconds = common_checkpoints(curves), common_checkpoints(seconds)
         mean = np.mean(curves, axis=0)
         peak = int(np.argmax(mean))
         print(f"{args.data} {name} {args.metric}: peak {mean[peak]:.4f} at "

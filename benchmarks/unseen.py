@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/unseen.py
     .venv/bin/python benchmarks/unseen.py --seeds 3 --compare '{"max_sampled": 30}'
-    .venv/bin/python benchmarks/unseen.py --lightfm 0.02,100 --lightfm 0.05,10
+    .venv/bin/python benchmarks/unseen.py --lightfm 0.02,100 --lightfm 0.02,10
 
 The family of ``defaults.py`` chose the default rules; these three shapes were never used
 for that, so they say how the rules carry over: short user histories (30,000 users, 8

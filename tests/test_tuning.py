@@ -106,6 +106,21 @@ def test_defaults_train_to_their_early_stopped_end_first(result):
     assert (first["status"].iloc[:-1] == "capped").all()
 
 
+def test_defaults_train_at_most_their_own_maximum(X):
+    """The defaults trial stops at the defaults' own epoch maximum with early stopping
+    (100), however long max_epochs and the patience are."""
+    from warprec._kernels.config import AUTO_EPOCHS_EARLY_STOPPING
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)
+        out = tune(X, time_budget=3, n_threads=1, max_epochs=1000, n_iter_no_change=10**6)
+    first = out.trials[out.trials["trial"] == 0]
+    assert list(first["max_epochs"]) == [12, 36, AUTO_EPOCHS_EARLY_STOPPING]
+    # each continuation starts from the best epoch so far (the patience never ends one)
+    assert first["epochs"].iloc[1] + first["epochs_run"].iloc[2] == AUTO_EPOCHS_EARLY_STOPPING
+    assert list(first["status"].iloc[:2]) == ["capped", "capped"]
+
+
 def test_best_params_score_and_model(X, result):
     out, _ = result
     trials = out.trials
@@ -121,6 +136,66 @@ def test_best_params_score_and_model(X, result):
     assert model.early_stopping is False and model.n_threads == 1 and model.random_state == 0
     assert all(model.get_params()[k] == v for k, v in out.best_params.items())
     assert not hasattr(model, "best_epoch_")
+
+
+@pytest.fixture(scope="module")
+def large():
+    """Data on which WARPFactorizer early-stops by default (21,000 users with 2 or more
+    positives), with a catalogue large for its positives: checks every 5 epochs."""
+    X = make_interactions(21_000, 8_000, 110_000)
+    WARPFactorizer(epochs=1, early_stopping=True, n_threads=1).fit(X)   # compile
+    return X
+
+
+def test_large_data_keeps_the_chosen_trials_model(large, monkeypatch):
+    """Where the estimator early-stops by default, the trials train as its early stopping
+    does (its hold-out of at most VALIDATION_MAX_USERS users, its check interval), and
+    the chosen trial's model at its best epoch is the result: no refit."""
+    import numpy as np
+
+    from warprec import _validation
+    from warprec.model import _draw_seed
+
+    fits = []
+    original = WARPFactorizer.fit
+
+    def recording(self, *args, **kwargs):
+        fits.append(self.early_stopping)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WARPFactorizer, "fit", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)
+        out = tune(large, time_budget=4, n_threads=1, random_state=0)
+    assert fits and all(stopping is True for stopping in fits)     # trials only
+    model = out.best_model
+    assert (model.train_matrix_ != large.tocsr()).nnz == 0
+    assert model.early_stopping_ is True and model.validation_interval_ == 5
+    assert model.epochs_done_ == out.best_params["epochs"] == model.epochs
+    assert model.get_params() == WARPFactorizer(**out.best_params, n_threads=1,
+                                                random_state=0).get_params()
+    # the model is the best epoch's: it scores the best validation score on the split
+    matrix = large.tocsr()
+    held = _validation.early_stopping_holdout(matrix, 0.1, _draw_seed(np.random.default_rng(0)))
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    assert 0 < np.unique(rows[held]).size <= 10_000
+    monitor = _validation.Monitor(_validation.select(matrix, held),
+                                  _validation.select(matrix, ~held), "ndcg@10",
+                                  [model.seed_, 2], 1)
+    assert monitor(model.user_factors_, model.item_factors_, model.item_biases_) \
+        == out.best_score
+    # first-rung epoch counts are check epochs: every 5, and the rung's last
+    first = out.trials[out.trials["rung"] == 0]
+    assert set(first["epochs"]) <= {5, 10, 12}
+
+
+def test_large_data_budget_before_the_first_check(large):
+    with pytest.warns(WarprecWarning, match="first validation check"):
+        out = tune(large, time_budget=0.05, n_threads=1)
+    model = out.best_model
+    assert len(out.trials) == 1 and math.isnan(out.trials["score"].iloc[0])
+    assert 1 <= model.epochs_done_ == out.best_params["epochs"] < 5
+    assert model.train_matrix_.nnz == large.nnz
 
 
 def test_same_seed_same_configurations(X):

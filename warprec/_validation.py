@@ -18,8 +18,7 @@ from .data import _rank_within_user
 from .metrics import METRIC_NAMES, evaluate_factors
 
 __all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "auto_early_stopping",
-           "check_interval", "holdout", "parse_metric"]
-
+           "check_interval", "early_stopping_holdout", "holdout", "parse_metric"]
 
 
 def parse_metric(text):
@@ -69,6 +68,14 @@ def holdout(matrix, fraction, seed, max_users=None):
     rows = np.repeat(np.arange(counts.size), counts)
     rank, _ = _rank_within_user(rows, counts.size, rng.random(matrix.nnz))
     return rank < n_held[rows]
+
+
+def early_stopping_holdout(matrix, fraction, model_seed):
+    """The validation positives of early stopping without ``validation_data`` for a
+    model whose ``seed_`` is ``model_seed``: :func:`holdout` of ``fraction`` of the
+    positives of at most ``VALIDATION_MAX_USERS`` users (``warprec.tune``'s trials train
+    on the same split)."""
+    return holdout(matrix, fraction, [model_seed, 1], max_users=VALIDATION_MAX_USERS)
 
 
 def auto_early_stopping(matrix):

@@ -709,9 +709,8 @@ class WARPFactorizer(FactorRecommender):
             return matrix, weights, None
         n_relevant = None
         if validation_data is None:
-            held = _validation.holdout(matrix, float(self.validation_fraction),
-                                       [self.seed_, 1],
-                                       max_users=_validation.VALIDATION_MAX_USERS)
+            held = _validation.early_stopping_holdout(matrix, float(self.validation_fraction),
+                                                      self.seed_)
             valid = _validation.select(matrix, held)
             matrix, weights = _validation.select(matrix, ~held), weights[~held]
         else:
@@ -1254,7 +1253,7 @@ class WARPFactorizer(FactorRecommender):
         n_users, n_items = shape
         d = config["d"]
         rng = np.random.default_rng(self.random_state)
-        self.seed_ = int(rng.integers(0, 2**63 - 1))
+        self.seed_ = _draw_seed(rng)
         scale = float(self.init_scale) / np.sqrt(d)
         # cache-line-aligned parameters (see warprec._kernels.aligned)
         f32 = np.float32
@@ -1501,6 +1500,12 @@ def _decode_ids(data, kind):
     if encoding in ("int", "float"):
         return ids
     raise ValueError(f"unknown {kind} id encoding {encoding!r}")
+
+
+def _draw_seed(rng):
+    """A model's ``seed_`` (the key of its counter-based streams and of its validation
+    split): the first draw of the Generator made from its ``random_state``."""
+    return int(rng.integers(0, 2**63 - 1))
 
 
 def _resolve_epochs(epochs, early_stopping):

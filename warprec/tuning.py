@@ -1,13 +1,13 @@
 """Hyperparameter search for :class:`warprec.WARPFactorizer` within a wall-time budget.
 
-:func:`tune` splits the data once into training and validation positives, trains the
-estimator's default parameters with early stopping to their best epoch, then samples
-configurations from a search space and runs successive halving on them (Jamieson &
-Talwalkar 2016; the repeated brackets of Hyperband, Li et al. 2018): every configuration
-of a bracket trains with early stopping for a few epochs, the best third trains longer,
-and so on, until the time budget (which includes the final refit on all the data) is
-spent. The best configuration replaces the defaults only if its per-user validation
-gain over them is larger than its noise.
+:func:`tune` trains the estimator's default parameters with early stopping to their
+best epoch, then samples configurations from a search space and runs successive halving
+on them (Jamieson & Talwalkar 2016; the repeated brackets of Hyperband, Li et al. 2018):
+every configuration of a bracket trains with early stopping for a few epochs, the best
+third trains longer, and so on, until the time budget (which includes the final refit on
+all the data, on data too small for the estimator's automatic early stopping) is spent.
+Every trial holds out the same validation positives. The best configuration replaces
+the defaults only if its per-user validation gain over them is larger than its noise.
 
 References
 ----------
@@ -19,6 +19,7 @@ bandit-based approach to hyperparameter optimization", JMLR 18(185), 2018.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -114,11 +115,13 @@ class TuneResult:
     best_params : dict
         The chosen configuration (see :func:`tune`): a value for every parameter of the
         search space plus ``epochs``, the chosen trial's best epoch count
-        (``best_epoch_`` on the training part; when the budget ended the defaults'
-        trial before early stopping did and the defaults are chosen, the epochs that
-        fit the rest of the budget on all of X, up to the larger of 50 (``AUTO_EPOCHS``)
-        and the best epoch), and ``early_stopping=False`` (the epochs are chosen).
-        ``WARPFactorizer(**best_params)`` is the configuration of ``best_model``.
+        (``best_epoch_`` on the training part; on small data, when the budget ended the
+        defaults' trial before early stopping did and the defaults are chosen, the epochs
+        that fit the rest of the budget on all of X, up to the larger of 50
+        (``AUTO_EPOCHS``) and the best epoch), and ``early_stopping=False`` (the epochs
+        are chosen). ``WARPFactorizer(**best_params)`` is the configuration of
+        ``best_model``; on large data its ``fit(X)`` trains on all of X, which the
+        tuner's model did not (see ``best_model``).
     best_score : float
         The chosen trial's validation score (``metric`` of its best epoch): its largest
         ``score`` in ``trials``. It is below ``trials["score"].max()`` when the defaults
@@ -126,8 +129,15 @@ class TuneResult:
     metric : str
         The validation metric, ``"<name>@<k>"``.
     best_model : WARPFactorizer
-        ``WARPFactorizer(**best_params, n_threads=n_threads, random_state=random_state)``
-        fitted on all of X (training and validation positives), without early stopping.
+        A ``WARPFactorizer(**best_params, n_threads=n_threads,
+        random_state=random_state)``. On data where the estimator early-stops by default
+        (``early_stopping="auto"``: at least 20,000 users with 2 or more positives), it is
+        the chosen trial's model at its best epoch, as the estimator's own early stopping
+        leaves a model: trained on X without the validation positives, which are in its
+        ``train_matrix_`` (so ``recommend`` excludes them) but not trained on; they are
+        at most ``validation_fraction`` of the positives of 10,000 users, and a refit
+        would take as long as the trial. On smaller data it is fitted on all of X
+        (training and validation positives), without early stopping.
     trials : pandas.DataFrame
         One row per trial evaluation (a trial is evaluated once per rung it reaches), in
         the order they ran; the first row is the defaults trial. Columns: ``trial``
@@ -170,16 +180,24 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
          verbose: bool = False) -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
-    The positives of X are split once into training and validation positives
-    (:func:`warprec._validation.holdout`: a seeded ``validation_fraction`` of every
-    user's positives, never a user's last one), shared by every trial. A trial trains
-    ``WARPFactorizer(**config, early_stopping=True, validation_metric=metric, ...)`` on
-    the training positives, scoring the validation positives after every epoch, and is
-    worth the best epoch's score; its epoch count is that epoch.
+    A trial trains ``WARPFactorizer(**config, early_stopping=True,
+    validation_fraction=validation_fraction, validation_metric=metric, ...)`` on X, and
+    is worth its best epoch's validation score; its epoch count is that epoch. Every
+    trial has the same ``random_state``, so every trial holds out the same validation
+    positives: the estimator's (a seeded ``validation_fraction`` of the positives of at
+    most 10,000 users, never a user's last one; see ``WARPFactorizer``'s
+    ``early_stopping``). On data where the estimator early-stops by default (at least
+    20,000 users with 2 or more positives) a trial checks every ``validation_interval_``
+    epochs as the estimator's ``validation_interval="auto"`` does, and the chosen trial's
+    model is the result (no refit; see ``TuneResult.best_model``). On smaller data a trial
+    checks after every epoch and the chosen configuration is refit on all of X for its
+    epoch count.
 
     The first trial is always the estimator's defaults (read from
     ``WARPFactorizer().get_params()``); it trains through the rungs below until early
-    stopping ends it (or ``max_epochs``, or the budget) before any other configuration.
+    stopping ends it (or the budget, or its own maximum: the estimator's default
+    ``epochs`` with early stopping, 100, if below ``max_epochs``) before any other
+    configuration.
     The search is then successive halving in repeated brackets (Hyperband-style with one
     bracket shape). A bracket trains up to ``REDUCTION_FACTOR ** (n_rungs - 1)`` configurations
     (with ``n_rungs`` the number of caps ``FIRST_RUNG_EPOCHS * REDUCTION_FACTOR ** k``
@@ -203,9 +221,9 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     The budget counts wall time from the call's start, including the final refit on
     all of X. No work is launched unless its estimated time (from the measured
     seconds per epoch of the trials so far, validation included, scaled by the ratio
-    of ``n_components``) fits the remaining budget minus a reserve for the refit: the
-    best trial's training seconds per epoch (validation excluded) times its epochs,
-    divided by ``1 - validation_fraction``, times 1.2, plus the measured setup time of
+    of ``n_components``) fits the remaining budget minus a reserve for the refit (none on
+    large data): the best trial's training seconds per epoch (validation excluded) times
+    its epochs, scaled to all the positives, times 1.2, plus the measured setup time of
     a fit (the reserve is the larger of the defaults' and the best trial's). A bracket's
     first ``REDUCTION_FACTOR`` configurations need only their first rung to fit, further
     ones the bracket's projected later rungs too; a promoted trial whose next rung does
@@ -215,13 +233,15 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     epoch (keeping its best epoch). The call can therefore overrun the budget by about
     one epoch plus the error of the refit estimate.
 
-    If the budget does not afford the defaults' validated fit (estimated after the
-    defaults trial's second epoch: the estimator's default ``epochs`` with validation,
-    then their refit), no search runs: the defaults are fit on all of X until the next
-    epoch would end past the budget (at most their default ``epochs``), with a warning.
-    The defaults' refit is fit the same way (up to the larger of their default
+    On small data, if the budget does not afford the defaults' validated fit (estimated
+    after the defaults trial's second epoch: the estimator's default ``epochs`` with
+    validation, then their refit), no search runs: the defaults are fit on all of X until
+    the next epoch would end past the budget (at most their default ``epochs``), with a
+    warning. The defaults' refit is fit the same way (up to the larger of their default
     ``epochs`` and their trial's best epoch) whenever the budget, not early stopping,
-    ended their trial.
+    ended their trial. On large data the defaults trial is the defaults' fit: the budget
+    only ends it (at its best checked epoch, or as trained if the budget ended it before
+    the first check, with a warning).
 
     Parameters
     ----------
@@ -242,7 +262,8 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
         Validation metric ``"<name>@<k>"`` (see ``WARPFactorizer``'s
         ``validation_metric``); higher is better.
     validation_fraction : float in (0, 1), default 0.1
-        Share of each user's positives held out for validation.
+        Share of each validated user's positives held out for validation (the users
+        with 2 or more positives, a seeded sample of 10,000 of them if there are more).
     search_space : dict or list of dicts, optional
         Parameter name -> list of choices, or ``("log-uniform", low, high)`` with
         ``0 < low < high``. Replaces :data:`SEARCH_SPACE` (parameters left out keep
@@ -280,21 +301,22 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     -----
     WarprecWarning
         The budget was too small for the defaults' validated fit (the defaults were fit
-        on all of X for the epochs that fit; at least one, even past the budget), or
-        for a search (only the defaults trial ran, and was refit). The message suggests
-        a budget.
+        on all of X for the epochs that fit; at least one, even past the budget; on
+        large data: ended before their first validation check), or for a search (only
+        the defaults trial ran). The message suggests a budget.
 
     Notes
     -----
     Each trial keeps its own copy of the training matrix and of the factors and
     Adagrad state; a bracket keeps the models of at most ``REDUCTION_FACTOR **
     (n_rungs - 2)`` of them (9 with the defaults) for continuing, and refits a promoted
-    trial from scratch if its model was dropped. The refit trains on
-    ``1 / (1 - validation_fraction)`` times as many positives for the same number of
+    trial from scratch if its model was dropped. On large data a copy of the defaults'
+    and of the best other trial's model at their best epochs is kept as well. The
+    refit (small data) trains on the validation positives too for the same number of
     epochs, with ``alpha="auto"`` resolved on all of X.
     """
     start = time.perf_counter()
-    from .model import WARPFactorizer
+    from .model import WARPFactorizer, _draw_seed
 
     validate_params(dict(time_budget=time_budget, n_threads=n_threads,
                          random_state=random_state), _TUNE_CONSTRAINTS)
@@ -312,30 +334,44 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     matrix, user_ids, item_ids = WARPFactorizer()._fit_input(X, True)
     space = _check_space(SEARCH_SPACE if search_space is None else search_space,
                          matrix.shape[1])
-    held = _validation.holdout(matrix, fraction, [seed, 1])
+    # the split of every trial's early stopping (they all have random_state=seed)
+    held = _validation.early_stopping_holdout(matrix, fraction,
+                                              _draw_seed(np.random.default_rng(seed)))
     if not held.any():
         raise ValueError(f"X is too small to tune on: with validation_fraction={fraction} no "
                          f"user has a validation positive (a user needs at least 2 "
                          f"positives, and about 1 / validation_fraction for one held out). "
                          f"Raise validation_fraction or tune on more data.")
+    if user_ids is not None:
+        from .data import Interactions
+        full = Interactions(matrix, user_ids, item_ids)
+    else:
+        full = matrix
     search = _Search(
-        train=_validation.select(matrix, ~held), valid=_validation.select(matrix, held),
-        space=space, seed=seed, metric=metric, fraction=fraction, max_epochs=max_epochs,
-        patience=patience, n_threads=n_threads, start=start, budget=budget,
-        progress=_progress(budget, verbose))
+        full=full, train=_validation.select(matrix, ~held),
+        valid=_validation.select(matrix, held),
+        refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
+        metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
+        n_threads=n_threads, start=start, budget=budget, progress=_progress(budget, verbose))
     try:
         search.run()
         best = search.best()
-        if best is None:
+        if best is None and not search.refit and search.trials[0].model is not None:
+            # the budget ended the defaults' trial before its first check
+            search.defaults_only_fit = True
+        if best is None and not search.defaults_only_fit:
             raise DivergenceError("Every trial diverged (see TuneResult.trials); narrow the "
                                   "search space to lower learning rates.", 0)
-        if user_ids is not None:
-            from .data import Interactions
-            full = Interactions(matrix, user_ids, item_ids)
-        else:
-            full = matrix
-        search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
-        if search.defaults_only_fit or (best.index == 0 and not best.done):
+        if not search.refit:
+            # large data: the chosen trial's model at its best epoch, as the estimator's
+            # own early stopping leaves it (the held-out positives in train_matrix_)
+            model = search.trials[0].model if best is None else best.snapshot
+            epochs = model.epochs_done_
+            best = best or search.trials[0]
+            best_params = dict(best.params, epochs=int(epochs), early_stopping=False)
+            model.set_params(**WARPFactorizer(**best_params, n_threads=n_threads,
+                                              random_state=seed).get_params())
+        elif search.defaults_only_fit or (best.index == 0 and not best.done):
             # the budget ended the defaults' trial before early stopping did: their refit
             # trains for as long as the budget allows, up to their default epochs
             epochs = max(search.default_epochs, best.epochs)
@@ -346,6 +382,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
             best_params = dict(best.params, epochs=int(model.epochs), early_stopping=False)
         else:
             best_params = dict(best.params, epochs=int(best.epochs), early_stopping=False)
+            search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
             model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
             model.fit(full)
         elapsed = time.perf_counter() - start
@@ -355,20 +392,27 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     trials = search.frame()
     log.info("tune: %d trial evaluations, best %s %.4f, %.2f s", len(trials), metric,
              best.score, elapsed)
-    if search.defaults_only_fit:
+    suggested = f"A search needs at least about {_seconds(_suggested_budget(search, elapsed))} s"
+    if search.defaults_only_fit and search.refit:
         warnings.warn(
             f"time_budget={budget:g} s is too small for the default parameters' validated "
             f"fit ({search.default_epochs} epochs with validation, then the refit on all "
             f"of X): no search was run, the defaults were fit on all of X for the "
-            f"{model.epochs} epochs that fit the budget. A search needs at least about "
-            f"{_seconds(_suggested_budget(search, elapsed))} s here.",
+            f"{model.epochs} epochs that fit the budget. {suggested} here.",
+            WarprecWarning, stacklevel=2)
+    elif search.defaults_only_fit:
+        warnings.warn(
+            f"time_budget={budget:g} s is too small for the default parameters' first "
+            f"validation check: no search was run, the defaults were trained for the "
+            f"{model.epochs} epochs that fit the budget. {suggested} here.",
             WarprecWarning, stacklevel=2)
     elif search.only_defaults:
+        refit = " and refit" if search.refit else ""
         warnings.warn(
             f"time_budget={budget:g} s was too small for a search: only the default "
             f"parameters were trained ({best.epochs} epochs in "
-            f"{search.trials[0].seconds:.2f} s) and refit, in {elapsed:.2f} s. A search "
-            f"needs at least about {_seconds(_suggested_budget(search, elapsed))} s here.",
+            f"{search.trials[0].seconds:.2f} s){refit}, in {elapsed:.2f} s. {suggested} "
+            f"here.",
             WarprecWarning, stacklevel=2)
     return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
                       best_model=model, trials=trials, elapsed_seconds=elapsed,
@@ -407,6 +451,7 @@ class _Trial:
         self.seconds = 0.0           # wall time of all its evaluations
         self.done = False            # stopped early, diverged or at max_epochs
         self.per_user = None         # per-user validation scores at the best epoch
+        self.snapshot = None         # a copy of the model at its best epoch (no refit)
 
     def rank_key(self):
         return (-self.score if math.isfinite(self.score) else math.inf, self.index)
@@ -415,11 +460,14 @@ class _Trial:
 class _Search:
     """State of one :func:`tune` call's successive halving."""
 
-    def __init__(self, *, train, valid, space, seed, metric, fraction, max_epochs, patience,
-                 n_threads, start, budget, progress):
+    def __init__(self, *, full, train, valid, refit, space, seed, metric, fraction,
+                 max_epochs, patience, n_threads, start, budget, progress):
         from .model import WARPFactorizer, _resolve_epochs
 
-        self.train, self.valid = train, valid
+        self.full, self.train, self.valid, self.refit = full, train, valid, refit
+        # large data: the estimator's checks (every validation_interval_ epochs); small
+        # data, where checks are cheap and the epoch of the refit matters: every epoch
+        self.interval = 1 if refit else "auto"
         self.space, self.seed, self.metric = space, seed, metric
         self.fraction, self.patience, self.n_threads = fraction, patience, n_threads
         self.start, self.deadline, self.progress = start, start + budget, progress
@@ -450,6 +498,9 @@ class _Search:
         # the defaults' epochs without early stopping (the budget's estimates and the
         # refit of a defaults trial the budget ended)
         self.default_epochs = _resolve_epochs(defaults["epochs"], early_stopping=False)
+        # the defaults trial's last cap: the defaults' own maximum with early stopping
+        self.default_max_epochs = min(max_epochs, _resolve_epochs(defaults["epochs"],
+                                                                  early_stopping=True))
         self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
         self.selection = None        # the comparison of the best trial with the defaults
@@ -459,7 +510,8 @@ class _Search:
         return time.perf_counter()
 
     def refit_seconds(self, trial):
-        """Estimated seconds of the final refit if ``trial`` is the best."""
+        """Estimated seconds of the final refit if ``trial`` is the best (none on large
+        data, where the trial's model is kept)."""
         if trial is None or trial.train_seconds_per_epoch is None:
             return 0.0
         return self.refit_estimate(trial.train_seconds_per_epoch, trial.epochs)
@@ -467,9 +519,11 @@ class _Search:
     def refit_estimate(self, train_seconds_per_epoch, epochs):
         """Seconds of a refit on all of X for ``epochs`` epochs: a call's setup plus the
         measured training seconds per epoch (validation excluded, the refit has none)
-        scaled to all the positives, with a margin."""
+        scaled to all the positives, with a margin; 0 on large data (no refit)."""
+        if not self.refit:
+            return 0.0
         return self.setup() + TUNE_REFIT_MARGIN * train_seconds_per_epoch * epochs \
-            / (1.0 - self.fraction)
+            * (self.train.nnz + self.valid.nnz) / self.train.nnz
 
     def setup(self):
         return float(np.median(self.setups)) if self.setups else 0.0
@@ -484,10 +538,14 @@ class _Search:
     def affords_defaults(self, epoch_seconds, train_seconds):
         """Whether the budget affords the defaults' validated fit: the defaults trial to
         the estimator's default epoch count at ``epoch_seconds`` per epoch (validation
-        included), then its refit, at ``train_seconds`` per training epoch."""
+        included), then its refit, at ``train_seconds`` per training epoch. Without a
+        refit (large data) the defaults trial is the defaults' fit, ended by the budget
+        if need be: always."""
+        if not self.refit:
+            return True
         trial = self.now() + (self.default_epochs - 2) * epoch_seconds
-        refit = TUNE_REFIT_MARGIN * train_seconds * self.default_epochs / (1.0 - self.fraction)
-        return trial + refit <= self.deadline
+        return trial + self.refit_estimate(train_seconds, self.default_epochs) - self.setup() \
+            <= self.deadline
 
     def epoch_seconds(self, params):
         """Estimated seconds per epoch of a configuration not run yet: the median over
@@ -625,47 +683,52 @@ class _Search:
         there is one) and record a row."""
         from .model import WARPFactorizer
 
-        cap = self.rungs[rung]
+        last_cap = self.rungs[-1] if trial.index else self.default_max_epochs
+        cap = min(self.rungs[rung], last_cap)
         tic = self.now()
         marks = [tic]
         train_seconds = []
         cut = []
+        checks = []                  # (epochs trained, validation score) of this call
 
         def callback(model, info):
             now = self.now()
             marks.append(now)
             train_seconds.append(info["seconds"])
+            if "validation" in info:
+                checks.append((model.epochs_done_, info["validation"]))
             self.progress.update_to(now - self.start)
             if trial.index == 0 and rung == 0 and len(marks) == 3 \
                     and not self.affords_defaults(marks[2] - marks[1], info["seconds"]):
                 cut.append(True)
                 self.out_of_time = self.defaults_only_fit = True
                 return False
-            scores = model.validation_scores_
-            best_at = int(np.argmax(scores)) + 1
-            running = self.refit_estimate(float(np.median(train_seconds)),
-                                          model.epochs_done_ - len(scores) + best_at)
+            best_epochs = max(checks, key=lambda c: c[1])[0] if checks else model.epochs_done_
+            running = self.refit_estimate(float(np.median(train_seconds)), best_epochs)
             if self.available(running) < 0:
                 cut.append(True)
                 self.out_of_time = True
                 # the defaults' first epochs already run into the reserve
-                self.defaults_only_fit |= trial.index == 0 and rung == 0
+                self.defaults_only_fit |= trial.index == 0 and rung == 0 and self.refit
                 return False
             return True
 
         continuing = trial.model is not None
         status = None
         try:
+            # (the estimator's own hold-out, the same for every trial: train and valid)
             if continuing:
                 model = trial.model
                 model.set_params(epochs=cap - trial.epochs_done)
-                model.partial_fit(self.train, validation_data=self.valid, callback=callback)
+                model.partial_fit(self.full, callback=callback)
             else:
                 model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=True,
-                                       validation_interval=1, n_iter_no_change=self.patience,
+                                       validation_fraction=self.fraction,
+                                       validation_interval=self.interval,
+                                       n_iter_no_change=self.patience,
                                        validation_metric=self.metric, n_threads=self.n_threads,
                                        random_state=self.seed)
-                model.fit(self.train, validation_data=self.valid, callback=callback)
+                model.fit(self.full, callback=callback)
         except DivergenceError as exc:
             log.debug("trial %d diverged: %s", trial.index, exc)
             status = "diverged"
@@ -682,17 +745,23 @@ class _Search:
             trial.done = True
             trial.model = None
         else:
-            scores = model.validation_scores_
-            best_at = int(np.argmax(scores)) + 1
-            improved = not math.isfinite(trial.score) or scores[best_at - 1] > trial.score
+            last = trial.epochs_done + epochs_run if continuing else epochs_run
+            # (no score when the budget ended the call before its first check)
+            score = max(model.validation_scores_, default=math.nan)
+            improved = math.isfinite(score) and (not math.isfinite(trial.score)
+                                                 or score > trial.score)
             if improved:
-                trial.score = float(scores[best_at - 1])
+                trial.score = score
                 trial.epochs = int(model.best_epoch_)
                 if trial.index == 0 or self.challenger() is trial:
                     trial.per_user = self.per_user_scores(model)
+                    if not self.refit:
+                        trial.snapshot = copy.deepcopy(model)
+                        self.drop_snapshots()
             trial.epochs_done = int(model.epochs_done_)
             trial.model = model
-            stopped = len(scores) - best_at >= self.patience or not improved
+            stopped = (not improved or last - trial.epochs >= self.patience) \
+                and math.isfinite(score)
             if cut:
                 status = "out-of-time"
             elif stopped:
@@ -700,7 +769,7 @@ class _Search:
                 trial.done = True
             else:
                 status = "capped"
-                trial.done = cap >= self.rungs[-1]
+                trial.done = cap >= last_cap
             if trial.done:
                 trial.model = None
         if math.isfinite(trial.score) and (
@@ -715,6 +784,13 @@ class _Search:
             self.progress.set_postfix_str(f"best {self.metric} {self.best_trial.score:.4f}, "
                                           f"{len(self.trials)} configs")
         log.debug("trial %d rung %d: %s", trial.index, rung, self.rows[-1])
+
+    def drop_snapshots(self):
+        """Keep the model copies of the defaults and of the challenger only."""
+        challenger = self.challenger()
+        for trial in self.trials[1:]:
+            if trial is not challenger:
+                trial.snapshot = None
 
     def per_user_scores(self, model):
         """The validation metric of every monitored user for ``model``'s factors."""
@@ -789,12 +865,13 @@ def _rungs(max_epochs):
 
 
 def _per_epoch(marks):
-    """Seconds per epoch from the callback times: the median interval after the first
-    (which also holds the call's setup), or the first when it is the only one."""
+    """Seconds per epoch from the callback times: the mean interval after the first
+    (which also holds the call's setup; the mean, since every ``validation_interval``-th
+    epoch holds a check), or the first when it is the only one."""
     steps = np.diff(marks)
     if steps.size == 0:
         return 0.0
-    return float(np.median(steps[1:])) if steps.size > 1 else float(steps[0])
+    return float(np.mean(steps[1:])) if steps.size > 1 else float(steps[0])
 
 
 def _dimension(params, defaults):

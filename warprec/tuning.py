@@ -5,7 +5,7 @@ best epoch, then samples configurations from a search space and runs successive 
 on them (Jamieson & Talwalkar 2016; the repeated brackets of Hyperband, Li et al. 2018):
 every configuration of a bracket trains with early stopping for a few epochs, the best
 third trains longer, and so on, until the time budget (which includes the final refit on
-all the data, on data too small for the estimator's automatic early stopping) is spent.
+all the data; large data keep the chosen trial's model instead) is spent.
 Every trial holds out the same validation positives. The best configuration replaces
 the defaults only if its per-user validation gain over them is larger than its noise.
 

@@ -189,6 +189,22 @@ def test_large_data_keeps_the_chosen_trials_model(large, monkeypatch):
     assert set(first["epochs"]) <= {5, 10, 12}
 
 
+def test_large_data_dataframe_input_keeps_raw_ids(large):
+    """The kept trial model (no refit) has the raw ids of a DataFrame input."""
+    coo = large.tocoo()
+    df = pd.DataFrame({"user_id": [f"u{r}" for r in coo.row],
+                       "item_id": [f"i{c}" for c in coo.col]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)
+        out = tune(df, time_budget=2, n_threads=1, random_state=0)
+    model = out.best_model
+    assert model.early_stopping_ is True and model.train_matrix_.nnz == len(df)
+    assert set(model.user_ids_) == set(df["user_id"])
+    items, _ = model.recommend("u0", k=5)
+    assert len(items) == 5 and all(str(i).startswith("i") for i in items)
+    assert not set(items) & set(df.loc[df["user_id"] == "u0", "item_id"])
+
+
 def test_large_data_budget_before_the_first_check(large):
     with pytest.warns(WarprecWarning, match="first validation check"):
         out = tune(large, time_budget=0.05, n_threads=1)

@@ -44,6 +44,15 @@ SHAPES = {
 }
 
 
+def shapes():
+    """``(first cells of a table row, data set)`` for each shape of :data:`SHAPES`."""
+    for name, (users, items, interactions) in SHAPES.items():
+        ds = make_synthetic(n_users=users, n_items=items, n_interactions=interactions,
+                            n_eval_users=5_000)
+        n_users, n_items = ds.train.shape
+        yield f"| {name} | {n_users:,} x {n_items:,}, {ds.train.nnz:,} | ", ds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=2)
@@ -64,9 +73,7 @@ def main(argv=None):
     print("| shape | users x items, training positives | "
           + " | ".join(f"{name} (epochs; s)" for name in configs) + " | ratio" + extra + " |")
     print("|---|---|" + "---|" * len(configs) + "---|" + ("---|---|" if lightfm else ""))
-    for name, (users, items, interactions) in SHAPES.items():
-        ds = make_synthetic(n_users=users, n_items=items, n_interactions=interactions,
-                            n_eval_users=5_000)
+    for row, ds in shapes():
         scorer = Scorer(ds, args.threads)
         cells, means = [], []
         for params in configs.values():
@@ -86,9 +93,7 @@ def main(argv=None):
             cells.append(f"{best[0]:.4f} (lr {best[1]['learning_rate']}, max_sampled "
                          f"{best[1]['max_sampled']}, {best[2]} ep)")
             cells.append(f"{means[0] / best[0]:.3f}")
-        n_users, n_items = ds.train.shape
-        print(f"| {name} | {n_users:,} x {n_items:,}, {ds.train.nnz:,} | " + " | ".join(cells)
-              + " |", flush=True)
+        print(row + " | ".join(cells) + " |", flush=True)
 
 
 def tune_table(budget, n_threads):
@@ -97,18 +102,14 @@ def tune_table(budget, n_threads):
     print(f"| shape | users x items, training positives | warprec.tune, {budget:g} s "
           f"(epochs; s) | chosen configuration |")
     print("|---|---|---|---|")
-    for name, (users, items, interactions) in SHAPES.items():
-        ds = make_synthetic(n_users=users, n_items=items, n_interactions=interactions,
-                            n_eval_users=5_000)
+    for row, ds in shapes():
         result = run_tune(ds, Scorer(ds, n_threads), dict(time_budget=budget), seed=0,
                           max_epochs=None, n_threads=n_threads)
         final = result["final"]
         chosen = ("the defaults" if result["best_trial"] == 0 else ", ".join(
             f"{k}={v}" for k, v in result["best_params"].items()
             if k not in ("epochs", "early_stopping")))
-        n_users, n_items = ds.train.shape
-        print(f"| {name} | {n_users:,} x {n_items:,}, {ds.train.nnz:,} | "
-              f"{final['ndcg@10']:.4f} ({final['epoch']}; {final['seconds']:.0f} s) | "
+        print(f"{row}{final['ndcg@10']:.4f} ({final['epoch']}; {final['seconds']:.0f} s) | "
               f"{chosen} |", flush=True)
 
 

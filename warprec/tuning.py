@@ -366,9 +366,9 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
             # large data: the chosen trial's model at its best epoch, as the estimator's
             # own early stopping leaves it (the held-out positives in train_matrix_)
             model = search.trials[0].model if best is None else best.snapshot
-            epochs = model.epochs_done_
             best = best or search.trials[0]
-            best_params = dict(best.params, epochs=int(epochs), early_stopping=False)
+            best_params = dict(best.params, epochs=int(model.epochs_done_),
+                               early_stopping=False)
             model.set_params(**WARPFactorizer(**best_params, n_threads=n_threads,
                                               random_state=seed).get_params())
         elif search.defaults_only_fit or (best.index == 0 and not best.done):
@@ -522,7 +522,11 @@ class _Search:
         scaled to all the positives, with a margin; 0 on large data (no refit)."""
         if not self.refit:
             return 0.0
-        return self.setup() + TUNE_REFIT_MARGIN * train_seconds_per_epoch * epochs \
+        return self.setup() + self.refit_training(train_seconds_per_epoch, epochs)
+
+    def refit_training(self, train_seconds_per_epoch, epochs):
+        """The training part of :meth:`refit_estimate` (without a call's setup)."""
+        return TUNE_REFIT_MARGIN * train_seconds_per_epoch * epochs \
             * (self.train.nnz + self.valid.nnz) / self.train.nnz
 
     def setup(self):
@@ -544,8 +548,7 @@ class _Search:
         if not self.refit:
             return True
         trial = self.now() + (self.default_epochs - 2) * epoch_seconds
-        return trial + self.refit_estimate(train_seconds, self.default_epochs) - self.setup() \
-            <= self.deadline
+        return trial + self.refit_training(train_seconds, self.default_epochs) <= self.deadline
 
     def epoch_seconds(self, params):
         """Estimated seconds per epoch of a configuration not run yet: the median over

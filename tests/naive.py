@@ -34,6 +34,11 @@ def draw_below(key, counter, n):
     return ((draw(key, counter) >> 32) * n) >> 32
 
 
+def draw_unit(key, counter):
+    """Uniform float in [0, 1) with 53 random bits of draw ``counter``."""
+    return (draw(key, counter) >> 11) / 2.0**53
+
+
 def negatives_of(row_items, n_items):
     """Sorted list of the items not in ``row_items``."""
     taken = set(int(i) for i in row_items)
@@ -173,17 +178,22 @@ def _list_step(U, V, b, GU, GV, Gb, u, items, grads, w, *, lr, alpha, adagrad, m
 
 
 def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negative_weight,
-              adagrad, seed, epoch, freeze_items=False):
+              adagrad, seed, epoch, freeze_items=False, dropout=0.0):
     """One epoch of the cosine contrastive loss on unit rows, one positive at a time, in
     place (``warprec._kernels.ccl`` with one thread and uniform negatives).
 
     For positive ``(u, i)`` with weight ``w``: ``n_negatives`` negatives drawn with
-    :func:`draw_negative` (counters 0, 1, ...). The loss is ``w * (1 - c_i)`` plus
-    ``w * negative_weight / n_negatives * (c_j - margin)`` for every draw with
-    ``c_j = <U[u], V[j]> > margin``; a row's gradient is the cosine's on the sphere,
-    ``d <x, y> = y - <x, y> x``. Rows step in this order, each then rescaled to unit
+    :func:`draw_negative` (counters 0, 1, ...). With ``dropout``, coordinate ``f`` of the
+    user vector is dropped when ``draw_unit(key, 33 * 2**40 + f) < dropout``: the user
+    vector of the step is ``a = m * U[u]`` (mask ``m``), and cosines are ``cos(a, v) =
+    <a, v> / (|a| |v|)``. The loss is ``w * (1 - c_i)`` plus ``w * negative_weight /
+    n_negatives * (c_j - margin)`` for every draw with ``c_j = cos(a, V[j]) > margin``.
+    Gradients are those of the cosine of free vectors, ``d cos(a, v) / da = v / (|a| |v|)
+    - cos(a, v) a / |a|^2`` (and the same for ``v``), chained through the mask for the
+    user row (``m * d cos / da``). Rows step in this order, each then rescaled to unit
     norm: V[i], every negative within the margin as it is drawn (its cosine taken with
-    the rows as they are at that moment), U[u] last with the sum of its gradients.
+    the rows as they are at that moment), U[u] last with the sum of its gradients. A
+    step whose mask leaves a zero vector is skipped.
     """
     n_items = V.shape[0]
     f32 = np.float32
@@ -196,27 +206,38 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
             value = param[r] - f32(lr) * grad
         param[r] = value / np.linalg.norm(value)
 
+    def cos_and_grads(a, v):
+        """``cos(a, v)`` and its gradients with respect to ``a`` and ``v``."""
+        na, nv = np.linalg.norm(a), np.linalg.norm(v)
+        c = f32(a @ v / (na * nv))
+        return c, v / (na * nv) - c * a / na**2, a / (na * nv) - c * v / nv**2
+
     for p in order:
         u = int(np.searchsorted(X.indptr, p, side="right") - 1)
         row = X.indices[X.indptr[u]:X.indptr[u + 1]]
         if len(negatives_of(row, n_items)) == 0:
             continue
         key = stream_key(seed, epoch, int(p))
+        mask = np.array([draw_unit(key, 33 * 2**40 + f) >= dropout
+                         for f in range(U.shape[1])], dtype=np.float32)
+        a = mask * U[u]
+        if not np.any(a):
+            continue
         i = int(X.indices[p])
         w = f32(weights[p])
-        c_i = f32(U[u] @ V[i])
+        c_i, du, dv = cos_and_grads(a, V[i])
         pull = w if c_i < 1 else f32(0.0)
-        user_grad = -pull * (V[i] - c_i * U[u])
+        user_grad = -pull * mask * du
         if pull != 0 and not freeze_items:
-            step(V, GV, i, -pull * (U[u] - c_i * V[i]))
+            step(V, GV, i, -pull * dv)
         push = f32(w * f32(negative_weight) / n_negatives)
         for t in range(n_negatives):
             j = draw_negative(key, t, row, n_items)
-            c_j = f32(U[u] @ V[j])
+            c_j, du, dv = cos_and_grads(a, V[j])
             if c_j > f32(margin):
-                user_grad = user_grad + push * (V[j] - c_j * U[u])
+                user_grad = user_grad + push * mask * du
                 if not freeze_items:
-                    step(V, GV, j, push * (U[u] - c_j * V[j]))
+                    step(V, GV, j, push * dv)
         step(U, GU, u, user_grad)
 
 

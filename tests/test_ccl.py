@@ -10,6 +10,7 @@ from kernel_calls import run_epoch
 from test_train_kernel import _problem as kernel_problem
 from warprec import WARPFactorizer
 from warprec._kernels import train
+from warprec._kernels.config import CCL_DROPOUT
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate
@@ -25,14 +26,20 @@ def _problem(seed, n_users=14, n_items=60, d=6, density=0.15):
     return X, _unit(U), _unit(V), gen
 
 
-@pytest.mark.parametrize("adagrad,freeze_items,d,margin", [
-    (True, False, 6, 0.3),
+@pytest.mark.parametrize("adagrad,freeze_items,d,margin,dropout", [
+    (True, False, 6, 0.3, 0.0),
     # the fixed-width dot product of the default dimension (same compiled variant)
-    (True, False, 64, 0.0),
-    (False, False, 6, -0.2),
-    (True, True, 6, 0.3),
+    (True, False, 64, 0.0, 0.0),
+    (False, False, 6, -0.2, 0.0),
+    (True, True, 6, 0.3, 0.0),
+    # dropout on the user vector: the reference chains the gradient of the cosine of
+    # free vectors through the mask; with d = 3 some masks drop every coordinate
+    (True, False, 6, 0.3, 0.3),
+    (True, False, 64, 0.0, 0.1),
+    (False, False, 3, 0.0, 0.5),
+    (True, True, 6, 0.3, 0.3),
 ])
-def test_epoch_matches_reference(adagrad, freeze_items, d, margin):
+def test_epoch_matches_reference(adagrad, freeze_items, d, margin, dropout):
     """One epoch follows the reference step for step: the same draws, the hinge of the
     positive and of every negative within the margin, sphere steps in the same order."""
     X, U, V, gen = _problem(5, d=d)
@@ -45,11 +52,11 @@ def test_epoch_matches_reference(adagrad, freeze_items, d, margin):
     ok, work = run_epoch(fast, X, order, table, loss=train.LOSS_CCL, adagrad=adagrad,
                          learning_rate=0.2, seed=99, epoch=4, sample_weight=weights,
                          n_negatives=7, margin=margin, negative_weight=3.0,
-                         freeze_items=freeze_items)
+                         freeze_items=freeze_items, dropout=dropout)
     assert ok
     naive.ccl_epoch(*slow, X, weights, order, lr=0.2, n_negatives=7, margin=margin,
                     negative_weight=3.0, adagrad=adagrad, seed=99, epoch=4,
-                    freeze_items=freeze_items)
+                    freeze_items=freeze_items, dropout=dropout)
     for got, want in zip([fast[0], fast[1], fast[3], fast[4]], slow):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(np.linalg.norm(fast[0], axis=1), 1.0, rtol=1e-6)
@@ -60,7 +67,8 @@ def test_epoch_matches_reference(adagrad, freeze_items, d, margin):
         assert not np.array_equal(fast[1], V)
     stats = work.stats[0]
     assert stats[train.STAT_SAMPLES] == X.nnz
-    assert stats[train.STAT_TRIALS] == 7 * X.nnz
+    if dropout == 0:
+        assert stats[train.STAT_TRIALS] == 7 * X.nnz
 
 
 def test_loss_statistic_is_the_reference_loss():
@@ -176,6 +184,9 @@ def test_fold_in_starts_from_the_items_direction(data):
     (dict(margin=1.5), "margin"),
     (dict(negative_weight=0.0), "negative_weight"),
     (dict(n_negatives=0), "n_negatives"),
+    (dict(dropout=1.0), "dropout"),
+    (dict(dropout=-0.1), "dropout"),
+    (dict(loss="warp", dropout=0.1), "dropout=0.1 applies to loss='ccl' only"),
 ])
 def test_parameters_that_do_not_apply_are_errors(data, params, match):
     with pytest.raises(ValueError, match=match):
@@ -192,3 +203,31 @@ def test_popularity_negatives(data):
     model = _model(negative_sampling="popularity").fit(data)
     assert np.isfinite(model.user_factors_).all()
     assert not np.array_equal(model.item_factors_, _model().fit(data).item_factors_)
+
+
+def test_dropout_reproduces_and_changes_the_fit(data):
+    """Dropout's masks come from the positives' counter-based streams: one thread gives
+    the same factors on every run, and different ones from the fit without dropout."""
+    model = _model(dropout=0.2).fit(data)
+    again = _model(dropout=0.2).fit(data)
+    assert model.dropout_ == 0.2
+    np.testing.assert_array_equal(model.user_factors_, again.user_factors_)
+    np.testing.assert_array_equal(model.item_factors_, again.item_factors_)
+    np.testing.assert_allclose(np.linalg.norm(model.user_factors_, axis=1), 1.0, rtol=1e-5)
+    assert not np.array_equal(model.user_factors_,
+                              _model(dropout=0.0).fit(data).user_factors_)
+
+
+def test_automatic_dropout(data, tmp_path):
+    """``dropout="auto"`` is ``CCL_DROPOUT`` with the cosine loss and 0 with WARP; a loaded
+    model keeps it (its fold-in trains with it)."""
+    model = _model().fit(data)
+    assert model.dropout_ == CCL_DROPOUT == 0.1
+    np.testing.assert_array_equal(model.user_factors_,
+                                  _model(dropout=CCL_DROPOUT).fit(data).user_factors_)
+    model.save(tmp_path / "m.npz")
+    loaded = WARPFactorizer.load(tmp_path / "m.npz")
+    assert loaded.dropout_ == CCL_DROPOUT
+    np.testing.assert_array_equal(loaded.fold_in(data[:3]), model.fold_in(data[:3]))
+    warp = WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(data)
+    assert warp.dropout_ == 0.0

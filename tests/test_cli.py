@@ -115,11 +115,11 @@ def test_fit_with_the_cosine_loss(files):
     out = files["dir"] / "ccl.npz"
     proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 2, "--quiet", "--factors",
                    8, "--threads", 1, "--loss", "ccl", "--n-negatives", 15, "--margin", 0.7,
-                   "--negative-weight", 4)
+                   "--negative-weight", 4, "--dropout", 0.1)
     assert proc.returncode == 0, proc.stderr
     model = WARPFactorizer.load(out)
-    assert (model.loss, model.n_negatives, model.margin, model.negative_weight_) == (
-        "ccl", 15, 0.7, 4.0)
+    assert (model.loss, model.n_negatives, model.margin, model.negative_weight_,
+            model.dropout) == ("ccl", 15, 0.7, 4.0, 0.1)
     np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
 
 

@@ -54,6 +54,9 @@ def _model_args(parser):
                    help="ccl: negatives with a cosine above it are pushed away")
     g.add_argument("--negative-weight", type=float, default=None,
                    help="ccl: weight of the negatives' mean hinge")
+    g.add_argument("--dropout", type=float, default=None,
+                   help="ccl: share of the user vector's coordinates dropped per positive "
+                        "(default 0)")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")
     g.add_argument("--tuned", action="store_true",
@@ -184,7 +187,7 @@ def _make_model(args):
     for name, value in (("epochs", args.epochs), ("learning_rate", args.learning_rate),
                         ("alpha", args.alpha), ("max_sampled", args.max_sampled),
                         ("n_negatives", args.n_negatives), ("margin", args.margin),
-                        ("negative_weight", args.negative_weight)):
+                        ("negative_weight", args.negative_weight), ("dropout", args.dropout)):
         if value is not None:
             params[name] = value
     return WARPFactorizer(n_components=args.factors, loss=args.loss,

@@ -33,7 +33,7 @@ from ._kernels.aligned import aligned, aligned_full
 from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_EPOCHS,
                               AUTO_EPOCHS_EARLY_STOPPING, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX,
                               AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
-                              CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
+                              CCL_DROPOUT, CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
                               PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
@@ -165,6 +165,15 @@ class WARPFactorizer(FactorRecommender):
         ``CCL_NEGATIVE_WEIGHT / sqrt(density)`` (2.5 / sqrt(positives / (users x items))
         of the first fit's matrix): about 10 on ML-100K, 130 on amazon-book. The value used
         is ``negative_weight_``.
+    dropout : float in [0, 1) or "auto", default "auto"
+        ``loss="ccl"``: dropout on the user vector, part of the cosine contrastive loss's
+        published configurations (Mao et al. 2021, above): for every positive each
+        coordinate of the user's row is zeroed with this probability (a draw of the
+        positive's counter-based stream), the cosines of that step are taken with the rest
+        rescaled to unit norm, and the user's row gets the gradient of the kept
+        coordinates only. Scoring uses the full rows. ``"auto"``: ``CCL_DROPOUT`` (0.1)
+        with ``loss="ccl"``, else 0; a positive value with another loss is an error. The
+        value used is ``dropout_``.
     k : int or None, default None
         The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
     n : int, default 10
@@ -275,6 +284,9 @@ class WARPFactorizer(FactorRecommender):
     negative_weight_ : float
         The negative weight of ``loss="ccl"`` (``negative_weight``, or its ``"auto"``
         value; computed for every loss, used by ``"ccl"`` only).
+    dropout_ : float
+        The dropout on the user vector (``dropout``, or its ``"auto"`` value; 0 unless
+        ``loss="ccl"``).
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
@@ -323,6 +335,7 @@ class WARPFactorizer(FactorRecommender):
         "n_negatives": [POSITIVE_INT],
         "margin": [Interval(Real, -1, 1, closed="both")],
         "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
+        "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
         "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
         "init_scale": [Interval(Real, 0, None, closed="left")],
         "loss": [Options(_LOSSES)],
@@ -343,7 +356,7 @@ class WARPFactorizer(FactorRecommender):
     def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
-                 negative_weight="auto", k=None, n=10, top_fraction=None,
+                 negative_weight="auto", dropout="auto", k=None, n=10, top_fraction=None,
                  learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping="auto",
@@ -362,6 +375,7 @@ class WARPFactorizer(FactorRecommender):
         self.n_negatives = n_negatives
         self.margin = margin
         self.negative_weight = negative_weight
+        self.dropout = dropout
         self.k = k
         self.n = n
         self.top_fraction = top_fraction
@@ -618,6 +632,7 @@ class WARPFactorizer(FactorRecommender):
             max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
             max_violators=config["max_violators"], n_negatives=config["n_negatives"],
             margin=np.float32(self.margin), negative_weight=np.float32(self.negative_weight_),
+            dropout=np.float32(self.dropout_),
             kos_k=config["kos_k"],
             kos_n=config["kos_n"], rank_table=weighting.table,
             top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
@@ -654,6 +669,7 @@ class WARPFactorizer(FactorRecommender):
         self.learning_rate_ = self._resolve_learning_rate(matrix, fresh)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.negative_weight_ = self._resolve_negative_weight(matrix, fresh)
+        self.dropout_ = self._resolve_dropout()
         self.sample_order_ = self._resolve_sample_order()
         n_threads = config["n_threads"]
         # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
@@ -1046,6 +1062,12 @@ class WARPFactorizer(FactorRecommender):
         density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
         return float(CCL_NEGATIVE_WEIGHT / np.sqrt(density))
 
+    def _resolve_dropout(self):
+        """The dropout on the user vector: ``dropout``, or its ``"auto"`` value."""
+        if not isinstance(self.dropout, str):
+            return float(self.dropout)
+        return CCL_DROPOUT if self.loss == "ccl" else 0.0
+
     def _epoch_order(self, matrix, epoch, out=None, indptr=None):
         """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
         (``sample_order_``), written into ``out`` if given (see ``_kernels.order``);
@@ -1100,6 +1122,9 @@ class WARPFactorizer(FactorRecommender):
                         f"rows are kept at unit norm (scores are cosines), so there is no "
                         f"rank estimate, norm bound or weight decay; leave {name} at its "
                         f"default.")
+        elif not isinstance(self.dropout, str) and self.dropout > 0:
+            raise ValueError(f"dropout={self.dropout!r} applies to loss='ccl' only (got "
+                             f"loss={self.loss!r}); leave it at 0.")
         kos_k, kos_n = 1, 1
         if self.loss == "ordinal":
             kos_n = check_positive_int(self.n, "n")
@@ -1390,6 +1415,7 @@ class WARPFactorizer(FactorRecommender):
             model.early_stopping_ = (bool(data["early_stopping"]) if "early_stopping" in data
                                      else bool(model.early_stopping))
             model.sample_order_ = model._resolve_sample_order()
+            model.dropout_ = model._resolve_dropout()
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
             model.train_matrix_ = sp.csr_matrix(

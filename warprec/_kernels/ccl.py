@@ -15,6 +15,8 @@ the cosines' gradient on the sphere (``d cos(x, y) / dx = y - cos(x, y) x`` at u
 norms, the component of ``y`` orthogonal to ``x``), Adagrad-scaled or plain, and
 projects the row back onto the sphere (Riemannian SGD with the normalisation as its
 retraction). Weight decay has no effect on rows of fixed norm, so there is none.
+SimpleX's dropout on the user vector (``Settings.dropout``, the share of its coordinates
+zeroed for each positive) is taken before the cosines (:func:`ccl_sample`).
 
 The draws are uniform over the user's negatives (or follow ``Positives.neg_cdf``), ``N``
 of them with replacement from the sample's stream ``(seed, epoch, sample)``; the kernel
@@ -27,11 +29,16 @@ import numpy as np
 from numba import njit, prange
 
 from ._flags import JIT, JIT_NO_NRT, PJIT_NO_NRT
-from .config import FIXED_D, SAMPLES_AHEAD
-from .negatives import draw_negative, filter_shift
-from .rng import stream_key
+from .config import FIXED_D, REDRAWS, SAMPLES_AHEAD
+from .negatives import ATTEMPT_STRIDE, draw_negative, filter_shift
+from .rng import draw_unit, stream_key
 from .train import _close_slice, next_position, prefetch_ids, sample_at
 from .updates import _dot
+
+#: Stream position of coordinate 0's dropout draw (coordinate ``f`` takes this plus
+#: ``f``): past every position the negatives' draws use (``counter + attempt *
+#: ATTEMPT_STRIDE`` for ``attempt <= REDRAWS``).
+DROPOUT_POSITION = (REDRAWS + 1) * ATTEMPT_STRIDE
 
 
 @njit(inline="always", **JIT)
@@ -72,8 +79,69 @@ def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
 
 
 @njit(inline="always", **JIT)
+def dropped_user(U, u, buf, key, dropout):
+    """Dropout on the user vector: zero each coordinate of ``U[u]`` with probability
+    ``dropout`` (draw ``DROPOUT_POSITION + f`` of the sample's stream ``key`` for
+    coordinate ``f``) and rescale the kept ones to unit norm. Writes the 0/1 mask to
+    ``buf[5]`` and the result ``h`` to ``buf[4]``; returns the norm ``n`` of the masked
+    vector before the rescaling (0 when every kept coordinate is 0: then ``buf[4]`` is
+    not written).
+
+    Inverted dropout's ``1 / (1 - dropout)`` would cancel in a cosine, so there is none."""
+    sq = np.float32(0.0)
+    for f in range(U.shape[1]):
+        keep = draw_unit(key, DROPOUT_POSITION + f) >= dropout
+        x = U[u, f] if keep else np.float32(0.0)
+        buf[5, f] = np.float32(1.0) if keep else np.float32(0.0)
+        buf[4, f] = x
+        sq += x * x
+    if not (np.isfinite(sq) and sq > 0):
+        return np.float32(0.0)
+    norm = np.sqrt(sq)
+    inv = np.float32(1.0) / norm
+    for f in range(U.shape[1]):
+        buf[4, f] *= inv
+    return norm
+
+
+@njit(inline="always", **JIT)
+def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
+              n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
+    """The loss of positive ``(u, i)`` with the user vector ``H[h]`` (unit norm): steps
+    the item rows and leaves the user's gradient (the cosines' gradients at ``H[h]`` on
+    the sphere) in ``buf[0]``; returns ``(ok, loss, above)`` as :func:`ccl_sample`."""
+    d = V.shape[1]
+    c_i = cosine(H, V, h, i)
+    pull = np.float32(w) if c_i < 1 else np.float32(0.0)   # (the hinge is flat at 1)
+    loss = pull * (np.float32(1.0) - c_i)
+    for f in range(d):
+        buf[0, f] = -pull * (V[i, f] - c_i * H[h, f])
+    if not freeze_items and pull != 0:
+        for f in range(d):
+            buf[3, f] = -pull * (H[h, f] - c_i * V[i, f])
+        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
+            return False, loss, 0
+    push = np.float32(w * negative_weight / n_negatives)
+    above = 0
+    for t in range(n_negatives):
+        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, t)
+        c_j = cosine(H, V, h, j)
+        above += c_j >= c_i
+        if c_j > margin:
+            loss += push * (c_j - margin)
+            for f in range(d):
+                buf[0, f] += push * (V[j, f] - c_j * H[h, f])
+            if not freeze_items:   # (the items' gradients only when they move)
+                for f in range(d):
+                    buf[3, f] = push * (H[h, f] - c_j * V[j, f])
+                if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
+                    return False, loss, above
+    return True, loss, above
+
+
+@njit(inline="always", **JIT)
 def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
-               n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
+               n_negatives, margin, negative_weight, dropout, lr, buf, adagrad, freeze_items):
     """One step on the loss of positive ``(u, i)`` with sample weight ``w`` (see the module
     docstring), its ``n_negatives`` draws at positions ``0 .. n_negatives - 1`` of stream
     ``key``.
@@ -81,37 +149,32 @@ def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, fil
     The user's gradient is summed in ``buf[0]`` from the item rows as they are before
     each moves; the positive's row, then each negative's row within the margin, step
     as they are met (Hogwild-style, as WARP's list step), and the user row steps last.
-    ``buf[3]`` holds an item row's gradient. Returns ``(ok, loss, above)``: whether
-    every write was finite, the sample's weighted loss, and how many of the draws score
-    at least the positive (an estimate of its rank among the negatives, reported in the
-    epoch statistics).
+    ``buf[3]`` holds an item row's gradient. With ``dropout > 0`` the cosines are taken
+    with the user vector after dropout, ``h = m * U[u] / |m * U[u]|`` (mask ``m`` from
+    :func:`dropped_user`), the items step towards or away from ``h``, and the user's
+    gradient goes back through the mask and the rescaling: ``m * g_h / |m * U[u]|``
+    (tangent to the sphere at ``U[u]`` already). A sample whose mask leaves a zero vector
+    makes no step. Returns ``(ok, loss, above)``: whether every write was finite, the
+    sample's weighted loss, and how many of the draws score at least the positive (an
+    estimate of its rank among the negatives, reported in the epoch statistics), both
+    with the cosines the step used.
     """
-    d = U.shape[1]
-    c_i = cosine(U, V, u, i)
-    pull = np.float32(w) if c_i < 1 else np.float32(0.0)   # (the hinge is flat at 1)
-    loss = pull * (np.float32(1.0) - c_i)
-    for f in range(d):
-        buf[0, f] = -pull * (V[i, f] - c_i * U[u, f])
-    if not freeze_items and pull != 0:
-        for f in range(d):
-            buf[3, f] = -pull * (U[u, f] - c_i * V[i, f])
-        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
-            return False, loss, 0
-    push = np.float32(w * negative_weight / n_negatives)
-    above = 0
-    for t in range(n_negatives):
-        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, t)
-        c_j = cosine(U, V, u, j)
-        above += c_j >= c_i
-        if c_j > margin:
-            loss += push * (c_j - margin)
-            for f in range(d):
-                buf[0, f] += push * (V[j, f] - c_j * U[u, f])
-            if not freeze_items:   # (the items' gradients only when they move)
-                for f in range(d):
-                    buf[3, f] = push * (U[u, f] - c_j * V[j, f])
-                if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
-                    return False, loss, above
+    if dropout > 0:
+        norm = dropped_user(U, u, buf, key, dropout)
+        if norm == 0:
+            return True, np.float32(0.0), 0
+        ok, loss, above = ccl_terms(buf, 4, V, GV, u, i, w, indices, start, end, n_items,
+                                    neg_cdf, filt, shift, key, n_negatives, margin,
+                                    negative_weight, lr, buf, adagrad, freeze_items)
+        inv = np.float32(1.0) / norm
+        for f in range(U.shape[1]):
+            buf[0, f] *= buf[5, f] * inv
+    else:
+        ok, loss, above = ccl_terms(U, u, V, GV, u, i, w, indices, start, end, n_items, neg_cdf,
+                                    filt, shift, key, n_negatives, margin, negative_weight, lr,
+                                    buf, adagrad, freeze_items)
+    if not ok:
+        return False, loss, above
     return sphere_step(U, GU, u, buf, 0, lr, adagrad), loss, above
 
 
@@ -137,6 +200,7 @@ def ccl_epoch(adagrad, freeze_items, parallel):
             lr, seed = settings.learning_rate, settings.seed
             n_negatives = settings.n_negatives
             margin, negative_weight = settings.margin, settings.negative_weight
+            dropout = settings.dropout
             stop = work.stop
             n_items = V.shape[0]
             shift = filter_shift(filt.shape[1], n_items)
@@ -162,7 +226,7 @@ def ccl_epoch(adagrad, freeze_items, parallel):
                 ok, loss, above = ccl_sample(
                     U, V, GU, GV, u, indices[p], w, indices, start, end, n_items, neg_cdf,
                     filt, shift, stream_key(seed, epoch, p), n_negatives, margin,
-                    negative_weight, lr, buf, adagrad, freeze_items)
+                    negative_weight, dropout, lr, buf, adagrad, freeze_items)
                 n_trials += n_negatives
                 loss_sum += loss
                 rank_sum += w * above / n_negatives

@@ -94,6 +94,8 @@ class Settings(NamedTuple):
     n_negatives: int            # CCL: negatives drawn per positive
     margin: np.float32          # CCL: negatives with a cosine above it are pushed away
     negative_weight: np.float32  # CCL: weight of the negatives' mean hinge
+    dropout: np.float32         # CCL: share of the user vector's coordinates zeroed per
+    #                             positive (0: none)
     kos_k: int                  # k-OS: with kos_n > 1 the positive is the kos_k-th best
     kos_n: int                  # of kos_n of the user's positives (ordinal: list length)
     rank_table: np.ndarray      # float64: L(r) for r = 0..n_items

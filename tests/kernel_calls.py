@@ -17,7 +17,8 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
               max_sampled=5, kos_k=1, kos_n=1, neg_cdf=None, words=None, seed=1234, epoch=0,
               n_threads=1, sample_weight=None, users=None, top_fraction=1.0,
               normalize=False, freeze_items=False, work=None, max_violators=1,
-              n_negatives=8, margin=0.5, negative_weight=1.0, dropout=0.0):
+              n_negatives=8, margin=0.5, negative_weight=1.0, dropout=0.0,
+              temperature=0.2):
     """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
     positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
     ``work.stats``."""
@@ -35,10 +36,11 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
     settings = train.Settings(np.float32(learning_rate), np.float32(alpha),
                               np.float32(max_norm), max_sampled, max_violators, n_negatives,
                               np.float32(margin), np.float32(negative_weight),
-                              np.float32(dropout), kos_k, kos_n,
+                              np.float32(dropout), np.float32(temperature), kos_k, kos_n,
                               table, top_fraction, normalize, seed)
     if work is None:
-        work = train.make_work(mode, n_threads, params[0].shape[1], X.shape[1], max_sampled,
+        entries = n_negatives if loss == train.LOSS_SOFTMAX else max_sampled
+        work = train.make_work(mode, n_threads, params[0].shape[1], X.shape[1], entries,
                                kos_n)
     ok = train.train_epoch(mode, train.Parameters(*params), positives, settings, work,
                            np.asarray(order, np.int64), epoch)

@@ -177,6 +177,30 @@ def _list_step(U, V, b, GU, GV, Gb, u, items, grads, w, *, lr, alpha, adagrad, m
     step(U, GU, u, user_grad)
 
 
+def _sphere_step(param, acc, r, grad, lr, adagrad):
+    """Step ``param[r]`` along ``-grad`` (Adagrad-scaled), then rescale it to unit norm."""
+    f32 = np.float32
+    if adagrad:
+        acc[r] = acc[r] + grad * grad
+        value = param[r] - f32(lr) * grad / np.sqrt(acc[r])
+    else:
+        value = param[r] - f32(lr) * grad
+    param[r] = value / np.linalg.norm(value)
+
+
+def _cos_grads(a, v, c):
+    """The gradients of ``cos(a, v)`` (of value ``c``) with respect to ``a`` and ``v``:
+    ``v / (|a| |v|) - c a / |a|^2`` and the same with the roles swapped."""
+    na, nv = np.linalg.norm(a), np.linalg.norm(v)
+    return v / (na * nv) - c * a / na**2, a / (na * nv) - c * v / nv**2
+
+
+def _dropout_mask(key, d, dropout):
+    """Coordinate ``f`` is kept when ``draw_unit(key, 33 * 2**40 + f) >= dropout``."""
+    return np.array([draw_unit(key, 33 * 2**40 + f) >= dropout for f in range(d)],
+                    dtype=np.float32)
+
+
 def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negative_weight,
               adagrad, seed, epoch, freeze_items=False, dropout=0.0):
     """One epoch of the cosine contrastive loss on unit rows, one positive at a time, in
@@ -188,29 +212,18 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
     vector of the step is ``a = m * U[u]`` (mask ``m``), and cosines are ``cos(a, v) =
     <a, v> / (|a| |v|)``. The loss is ``w * (1 - c_i)`` plus ``w * negative_weight /
     n_negatives * (c_j - margin)`` for every draw with ``c_j = cos(a, V[j]) > margin``.
-    Gradients are those of the cosine of free vectors, ``d cos(a, v) / da = v / (|a| |v|)
-    - cos(a, v) a / |a|^2`` (and the same for ``v``), chained through the mask for the
-    user row (``m * d cos / da``). Rows step in this order, each then rescaled to unit
-    norm: V[i], every negative within the margin as it is drawn (its cosine taken with
-    the rows as they are at that moment), U[u] last with the sum of its gradients. A
-    step whose mask leaves a zero vector is skipped.
+    Gradients are those of the cosine of free vectors (:func:`_cos_grads`), chained
+    through the mask for the user row (``m * d cos / da``). Rows step in this order, each
+    then rescaled to unit norm: V[i], every negative within the margin as it is drawn
+    (its cosine taken with the rows as they are at that moment), U[u] last with the sum
+    of its gradients. A step whose mask leaves a zero vector is skipped.
     """
     n_items = V.shape[0]
     f32 = np.float32
 
-    def step(param, acc, r, grad):
-        if adagrad:
-            acc[r] = acc[r] + grad * grad
-            value = param[r] - f32(lr) * grad / np.sqrt(acc[r])
-        else:
-            value = param[r] - f32(lr) * grad
-        param[r] = value / np.linalg.norm(value)
-
     def cos_and_grads(a, v):
-        """``cos(a, v)`` and its gradients with respect to ``a`` and ``v``."""
-        na, nv = np.linalg.norm(a), np.linalg.norm(v)
-        c = f32(a @ v / (na * nv))
-        return c, v / (na * nv) - c * a / na**2, a / (na * nv) - c * v / nv**2
+        c = f32(a @ v / (np.linalg.norm(a) * np.linalg.norm(v)))
+        return (c,) + _cos_grads(a, v, c)
 
     for p in order:
         u = int(np.searchsorted(X.indptr, p, side="right") - 1)
@@ -218,8 +231,7 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
         if len(negatives_of(row, n_items)) == 0:
             continue
         key = stream_key(seed, epoch, int(p))
-        mask = np.array([draw_unit(key, 33 * 2**40 + f) >= dropout
-                         for f in range(U.shape[1])], dtype=np.float32)
+        mask = _dropout_mask(key, U.shape[1], dropout)
         a = mask * U[u]
         if not np.any(a):
             continue
@@ -229,7 +241,7 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
         pull = w if c_i < 1 else f32(0.0)
         user_grad = -pull * mask * du
         if pull != 0 and not freeze_items:
-            step(V, GV, i, -pull * dv)
+            _sphere_step(V, GV, i, -pull * dv, lr, adagrad)
         push = f32(w * f32(negative_weight) / n_negatives)
         for t in range(n_negatives):
             j = draw_negative(key, t, row, n_items)
@@ -237,8 +249,52 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
             if c_j > f32(margin):
                 user_grad = user_grad + push * mask * du
                 if not freeze_items:
-                    step(V, GV, j, push * dv)
-        step(U, GU, u, user_grad)
+                    _sphere_step(V, GV, j, push * dv, lr, adagrad)
+        _sphere_step(U, GU, u, user_grad, lr, adagrad)
+
+
+def softmax_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, temperature, adagrad,
+                  seed, epoch, freeze_items=False, dropout=0.0):
+    """One epoch of the sampled softmax on unit rows (``warprec._kernels.ccl`` with
+    ``softmax``, one thread, uniform negatives), in place.
+
+    The draws and the dropout mask are those of :func:`ccl_epoch`. For positive ``(u, i)``
+    with weight ``w`` and the user's ``Y`` negatives, all the cosines ``c_k = cos(a,
+    V[k])`` are taken first; the logits are ``c_i / t`` and ``c_j / t + log(Y / N)``;
+    ``p`` is their softmax and the loss ``-w log p_i``, whose gradient with respect to
+    ``c_k`` is ``w (p_k - [k = i]) / t``. V[i] steps, then each draw's row in the order
+    drawn (its gradient taken with the row as it is then, with the cosine of the first
+    pass), then U[u] with the sum of its gradients.
+    """
+    n_items = V.shape[0]
+    for p in order:
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        n_neg = len(negatives_of(row, n_items))
+        if n_neg == 0:
+            continue
+        key = stream_key(seed, epoch, int(p))
+        mask = _dropout_mask(key, U.shape[1], dropout)
+        a = mask * U[u]
+        if not np.any(a):
+            continue
+        items = [int(X.indices[p])] + [draw_negative(key, t, row, n_items)
+                                       for t in range(n_negatives)]
+        cos = np.array([np.float32(a @ V[k] / (np.linalg.norm(a) * np.linalg.norm(V[k])))
+                        for k in items], dtype=np.float64)
+        logits = cos / np.float64(np.float32(temperature))
+        logits[1:] += np.log(n_neg / n_negatives)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        w = np.float64(weights[p])
+        user_grad = np.zeros(U.shape[1], np.float32)
+        for n, k in enumerate(items):
+            g = np.float32(w * (probs[n] - (n == 0)) / np.float32(temperature))
+            du, dv = _cos_grads(a, V[k], np.float32(cos[n]))
+            user_grad = user_grad + g * mask * du
+            if not freeze_items:
+                _sphere_step(V, GV, k, g * dv, lr, adagrad)
+        _sphere_step(U, GU, u, user_grad, lr, adagrad)
 
 
 def fisher_yates(slots, key):

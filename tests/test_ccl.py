@@ -1,5 +1,5 @@
-"""The cosine contrastive loss (``loss="ccl"``): its kernel against the slow reference of
-tests/naive.py, and the estimator's rules for it."""
+"""The cosine losses (``loss="ccl"`` and ``loss="softmax"``): their kernel against the slow
+references of tests/naive.py, and the estimator's rules for them."""
 
 import numpy as np
 import pytest
@@ -69,6 +69,65 @@ def test_epoch_matches_reference(adagrad, freeze_items, d, margin, dropout):
     assert stats[train.STAT_SAMPLES] == X.nnz
     if dropout == 0:
         assert stats[train.STAT_TRIALS] == 7 * X.nnz
+
+
+@pytest.mark.parametrize("adagrad,freeze_items,d,temperature,dropout", [
+    (True, False, 6, 0.2, 0.0),
+    (True, False, 64, 0.1, 0.0),
+    (False, False, 6, 0.5, 0.0),
+    (True, True, 6, 0.2, 0.0),
+    (True, False, 3, 0.2, 0.5),
+    (True, False, 6, 0.3, 0.2),
+])
+def test_softmax_epoch_matches_reference(adagrad, freeze_items, d, temperature, dropout):
+    """The sampled softmax follows its reference step for step: the same draws (a draw may
+    repeat), the log-Q-corrected softmax over the positive and its draws, the rows
+    stepped in the same order."""
+    X, U, V, gen = _problem(6, d=d)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    order = gen.permutation(X.nnz)
+    b = np.zeros(X.shape[1], np.float32)
+    fast = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    slow = [U.copy(), V.copy(), np.ones_like(U), np.ones_like(V)]
+    table = np.zeros(X.shape[1] + 1)
+    ok, work = run_epoch(fast, X, order, table, loss=train.LOSS_SOFTMAX, adagrad=adagrad,
+                         learning_rate=0.05, seed=98, epoch=2, sample_weight=weights,
+                         n_negatives=9, temperature=temperature, freeze_items=freeze_items,
+                         dropout=dropout)
+    assert ok
+    naive.softmax_epoch(*slow, X, weights, order, lr=0.05, n_negatives=9,
+                        temperature=temperature, adagrad=adagrad, seed=98, epoch=2,
+                        freeze_items=freeze_items, dropout=dropout)
+    for got, want in zip([fast[0], fast[1], fast[3], fast[4]], slow):
+        np.testing.assert_allclose(got, want, rtol=5e-5, atol=5e-6)
+    np.testing.assert_allclose(np.linalg.norm(fast[1], axis=1), 1.0, rtol=1e-6)
+    assert not np.array_equal(fast[0], U)
+    if freeze_items:
+        np.testing.assert_array_equal(fast[1], V)
+
+
+def test_softmax_loss_statistic():
+    """With lr = 0 the epoch's loss column is the sum over the positives of ``-w log p_i``
+    at the starting rows."""
+    X, U, V, gen = _problem(8)
+    weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
+    params = [U.copy(), V.copy(), np.zeros(X.shape[1], np.float32), np.ones_like(U),
+              np.ones_like(V), np.ones(X.shape[1], np.float32)]
+    ok, work = run_epoch(params, X, np.arange(X.nnz), np.zeros(X.shape[1] + 1),
+                         loss=train.LOSS_SOFTMAX, learning_rate=0.0, seed=3, n_negatives=5,
+                         temperature=0.25, sample_weight=weights)
+    assert ok
+    want = 0.0
+    for p in range(X.nnz):
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        key = naive.stream_key(3, 0, p)
+        n_neg = X.shape[1] - len(row)
+        z = [U[u] @ V[X.indices[p]] / 0.25] + [
+            U[u] @ V[naive.draw_negative(key, t, row, X.shape[1])] / 0.25
+            + np.log(n_neg / 5) for t in range(5)]
+        want += weights[p] * (np.log(np.sum(np.exp(z))) - z[0])
+    assert work.stats[0, train.STAT_LOSS] == pytest.approx(want, rel=1e-5)
 
 
 def test_loss_statistic_is_the_reference_loss():
@@ -186,7 +245,7 @@ def test_fold_in_starts_from_the_items_direction(data):
     (dict(n_negatives=0), "n_negatives"),
     (dict(dropout=1.0), "dropout"),
     (dict(dropout=-0.1), "dropout"),
-    (dict(loss="warp", dropout=0.1), "dropout=0.1 applies to loss='ccl' only"),
+    (dict(loss="warp", dropout=0.1), "dropout=0.1 applies to loss='ccl' or 'softmax' only"),
 ])
 def test_parameters_that_do_not_apply_are_errors(data, params, match):
     with pytest.raises(ValueError, match=match):
@@ -231,3 +290,34 @@ def test_automatic_dropout(data, tmp_path):
     np.testing.assert_array_equal(loaded.fold_in(data[:3]), model.fold_in(data[:3]))
     warp = WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(data)
     assert warp.dropout_ == 0.0
+
+
+def test_softmax_fits_on_the_sphere_and_learns(data):
+    """``loss="softmax"``: unit rows, no biases or decay, bit-identical with one thread,
+    and it ranks held-out positives above the popularity ranking."""
+    model = _model(loss="softmax").fit(data)
+    np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
+    assert not model.item_biases_.any() and model.alpha_ == 0.0 and model.dropout_ == 0.0
+    again = _model(loss="softmax").fit(data)
+    np.testing.assert_array_equal(model.user_factors_, again.user_factors_)
+    coo = data.tocoo()
+    held = np.random.default_rng(0).random(coo.nnz) < 0.2
+    train_m, test_m = (sp.csr_matrix((coo.data[m], (coo.row[m], coo.col[m])), shape=data.shape)
+                       for m in (~held, held))
+    fitted = _model(loss="softmax", epochs=20, n_components=16).fit(train_m)
+    pop = PopularityRecommender(n_threads=1).fit(train_m)
+    ours = evaluate(fitted, test_m, train=train_m, k=10)["ndcg@10"]
+    theirs = evaluate(pop, test_m, train=train_m, k=10)["ndcg@10"]
+    assert ours > 1.2 * theirs, (ours, theirs)
+    folded = fitted.fold_in(train_m[:3])
+    np.testing.assert_allclose(np.linalg.norm(folded, axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(alpha=0.01), "alpha=0.01 does not apply to loss='softmax'"),
+    (dict(temperature=0.0), "temperature"),
+    (dict(negative_sampling="popularity"), "negative_sampling='popularity'"),
+])
+def test_softmax_parameters_that_do_not_apply_are_errors(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        _model(loss="softmax", **params).fit(data)

@@ -123,6 +123,16 @@ def test_fit_with_the_cosine_loss(files):
     np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
 
 
+def test_fit_with_the_sampled_softmax(files):
+    out = files["dir"] / "softmax.npz"
+    proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 2, "--quiet", "--factors",
+                   8, "--threads", 1, "--loss", "softmax", "--n-negatives", 15,
+                   "--temperature", 0.3)
+    assert proc.returncode == 0, proc.stderr
+    model = WARPFactorizer.load(out)
+    assert (model.loss, model.n_negatives, model.temperature) == ("softmax", 15, 0.3)
+
+
 def test_fit_recommend_evaluate(files):
     proc = warprec("recommend", files["model"], 1, 2, 3, "-k", 4)
     assert proc.returncode == 0, proc.stderr

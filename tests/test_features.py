@@ -31,8 +31,8 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.zeros(0),
                                 filter_of(X))
     settings = train.Settings(np.float32(lr), np.float32(alpha), np.float32(0.0), max_sampled,
-                              1, 1, np.float32(0.5), np.float32(1.0), np.float32(0.0), 1, 1,
-                              table, 1.0, False, seed)
+                              1, 1, np.float32(0.5), np.float32(1.0), np.float32(0.0),
+                              np.float32(0.2), 1, 1, table, 1.0, False, seed)
     mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=False,
                       features=True)
     work = train.make_work(mode, 1, EU.shape[1], X.shape[1], max_sampled, 1)

@@ -148,7 +148,7 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
             if combine == "mean":
                 total /= len(results)
             getattr(model, name)[...] += total
-        if model.loss == "ccl":   # the mean of unit rows is shorter: back onto the sphere
+        if model.loss in ("ccl", "softmax"):   # a mean of unit rows is shorter: re-normalise
             _unit_rows(model.item_factors_)
         if not model._parameters_finite():
             raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "

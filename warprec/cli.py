@@ -46,17 +46,20 @@ def _model_args(parser):
                    help="weight decay (default: automatic, see WARPFactorizer)")
     g.add_argument("--max-sampled", type=int, default=None,
                    help="negative draws per positive (default 100)")
-    g.add_argument("--loss", choices=["warp", "warp-kos", "bpr", "ccl"], default="warp",
-                   help="warp (default), warp-kos, bpr, or ccl (cosine contrastive loss)")
+    g.add_argument("--loss", choices=["warp", "warp-kos", "bpr", "ccl", "softmax"],
+                   default="warp", help="warp (default), warp-kos, bpr, ccl (cosine "
+                                        "contrastive loss) or softmax (sampled softmax)")
     g.add_argument("--n-negatives", type=int, default=None,
-                   help="ccl: negatives per positive (default: see WARPFactorizer)")
+                   help="ccl, softmax: negatives per positive (default: see WARPFactorizer)")
     g.add_argument("--margin", type=float, default=None,
                    help="ccl: negatives with a cosine above it are pushed away")
     g.add_argument("--negative-weight", type=float, default=None,
                    help="ccl: weight of the negatives' mean hinge")
     g.add_argument("--dropout", type=float, default=None,
-                   help="ccl: share of the user vector's coordinates dropped per positive "
-                        "(default 0)")
+                   help="ccl, softmax: share of the user vector's coordinates dropped per "
+                        "positive (default 0.1 with ccl, 0 with softmax)")
+    g.add_argument("--temperature", type=float, default=None,
+                   help="softmax: the cosines are divided by it (default 0.2)")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")
     g.add_argument("--tuned", action="store_true",
@@ -187,7 +190,8 @@ def _make_model(args):
     for name, value in (("epochs", args.epochs), ("learning_rate", args.learning_rate),
                         ("alpha", args.alpha), ("max_sampled", args.max_sampled),
                         ("n_negatives", args.n_negatives), ("margin", args.margin),
-                        ("negative_weight", args.negative_weight), ("dropout", args.dropout)):
+                        ("negative_weight", args.negative_weight), ("dropout", args.dropout),
+                        ("temperature", args.temperature)):
         if value is not None:
             params[name] = value
     return WARPFactorizer(n_components=args.factors, loss=args.loss,

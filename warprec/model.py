@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 _LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR,
-           "ordinal": _train.LOSS_ORDINAL, "ccl": _train.LOSS_CCL}
+           "ordinal": _train.LOSS_ORDINAL, "ccl": _train.LOSS_CCL,
+           "softmax": _train.LOSS_SOFTMAX}
+#: The losses whose factor rows are kept at unit norm (their scores are cosines).
+_SPHERE_LOSSES = ("ccl", "softmax")
 _SCHEDULES = ("adagrad", "sgd")
 _SAMPLING = ("uniform", "popularity")
 #: The fitted arrays the training kernel updates.
@@ -135,7 +138,7 @@ class WARPFactorizer(FactorRecommender):
         With one thread a fixed seed gives bit-identical factors across runs and
         processes; with several threads the same negatives are drawn but Hogwild update
         order races, so results agree only statistically.
-    loss : {"warp", "warp-kos", "bpr", "ordinal", "ccl"}, default "warp"
+    loss : {"warp", "warp-kos", "bpr", "ordinal", "ccl", "softmax"}, default "warp"
         ``"warp-kos"`` uses as positive the ``k``-th best scored of ``n`` positives of the
         user (k-OS WARP); ``"bpr"`` descends ``-log sigmoid(f(u,i) - f(u,j))`` with one
         negative per positive; ``"ordinal"`` treats X's values as grades (e.g. ratings
@@ -154,9 +157,17 @@ class WARPFactorizer(FactorRecommender):
         an error). :meth:`fold_in` starts a new user at the direction of the sum of the
         user's items. Measured on the benchmark family (benchmarks/README.md), it wins
         on amazon-book and loses to WARP on the MovieLens sets and the synthetic long
-        tail, so WARP stays the default.
+        tail, so WARP stays the default. ``"softmax"`` is the sampled softmax on the same
+        unit rows: per positive ``-log p_i`` with ``p`` the softmax of the cosines divided
+        by ``temperature`` over the positive and ``n_negatives`` uniformly drawn
+        negatives, the negatives' logits raised by ``log(Y / n_negatives)`` (``Y`` the
+        user's negatives; the log-Q correction of importance-sampled softmax, Bengio &
+        Senecal 2008, "Adaptive importance sampling to accelerate training of a neural
+        probabilistic language model", IEEE Trans. Neural Networks 19(4)), so that they
+        stand for all of the user's negatives; the rules of ``"ccl"`` for unit rows
+        apply to it too.
     n_negatives : int, default 200
-        ``loss="ccl"``: negatives drawn per positive (with replacement).
+        ``loss="ccl"`` or ``"softmax"``: negatives drawn per positive (with replacement).
     margin : float, default 0.8
         ``loss="ccl"``: negatives whose cosine with the user exceeds it are pushed away;
         in [-1, 1].
@@ -166,14 +177,17 @@ class WARPFactorizer(FactorRecommender):
         of the first fit's matrix): about 10 on ML-100K, 130 on amazon-book. The value used
         is ``negative_weight_``.
     dropout : float in [0, 1) or "auto", default "auto"
-        ``loss="ccl"``: dropout on the user vector, part of the cosine contrastive loss's
-        published configurations (Mao et al. 2021, above): for every positive each
-        coordinate of the user's row is zeroed with this probability (a draw of the
-        positive's counter-based stream), the cosines of that step are taken with the rest
-        rescaled to unit norm, and the user's row gets the gradient of the kept
+        ``loss="ccl"`` or ``"softmax"``: dropout on the user vector, part of the cosine
+        contrastive loss's published configurations (Mao et al. 2021, above): for every
+        positive each coordinate of the user's row is zeroed with this probability (a draw
+        of the positive's counter-based stream), the cosines of that step are taken with
+        the rest rescaled to unit norm, and the user's row gets the gradient of the kept
         coordinates only. Scoring uses the full rows. ``"auto"``: ``CCL_DROPOUT`` (0.1)
-        with ``loss="ccl"``, else 0; a positive value with another loss is an error. The
-        value used is ``dropout_``.
+        with ``loss="ccl"``, else 0; a positive value with a loss other than ``"ccl"``
+        and ``"softmax"`` is an error. The value used is ``dropout_``.
+    temperature : float, default 0.2
+        ``loss="softmax"``: the cosines are divided by it before the softmax; the smaller
+        it is, the more the hardest negatives weigh.
     k : int or None, default None
         The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
     n : int, default 10
@@ -290,7 +304,8 @@ class WARPFactorizer(FactorRecommender):
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
     history_ : list of dict
-        Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"``: the
+        Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"`` or
+        ``"softmax"``: the
         mean share of a positive's negative draws that score at least as high), updates,
         mean_trials, samples, and
         ``validation`` (the validation score) in the epochs checked when validating.
@@ -336,6 +351,7 @@ class WARPFactorizer(FactorRecommender):
         "margin": [Interval(Real, -1, 1, closed="both")],
         "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
         "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
         "init_scale": [Interval(Real, 0, None, closed="left")],
         "loss": [Options(_LOSSES)],
@@ -356,8 +372,8 @@ class WARPFactorizer(FactorRecommender):
     def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
-                 negative_weight="auto", dropout="auto", k=None, n=10, top_fraction=None,
-                 learning_schedule="adagrad",
+                 negative_weight="auto", dropout="auto", temperature=0.2, k=None, n=10,
+                 top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
@@ -376,6 +392,7 @@ class WARPFactorizer(FactorRecommender):
         self.margin = margin
         self.negative_weight = negative_weight
         self.dropout = dropout
+        self.temperature = temperature
         self.k = k
         self.n = n
         self.top_fraction = top_fraction
@@ -581,7 +598,7 @@ class WARPFactorizer(FactorRecommender):
         users_out = aligned_full((matrix.shape[0], d), 0.0, np.float32)
         if matrix.nnz == 0:
             return users_out
-        if config["loss_code"] == _train.LOSS_CCL:
+        if config["loss_code"] in _train.SPHERE_LOSSES:
             # cosine rows start at the direction of the sum of the user's items (a zero row
             # has none), which the epochs then refine
             users_out[:] = matrix.astype(bool).astype(np.float32) @ self.item_factors_
@@ -632,7 +649,7 @@ class WARPFactorizer(FactorRecommender):
             max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
             max_violators=config["max_violators"], n_negatives=config["n_negatives"],
             margin=np.float32(self.margin), negative_weight=np.float32(self.negative_weight_),
-            dropout=np.float32(self.dropout_),
+            dropout=np.float32(self.dropout_), temperature=np.float32(self.temperature),
             kos_k=config["kos_k"],
             kos_n=config["kos_n"], rank_table=weighting.table,
             top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
@@ -830,7 +847,7 @@ class WARPFactorizer(FactorRecommender):
     def _initialise_features(self, features, config):
         """Encode the side features (indicator features first) and initialise one
         embedding (and item bias) per feature as ``fit`` initialises factors."""
-        if config["loss_code"] in (_train.LOSS_ORDINAL, _train.LOSS_CCL) or \
+        if config["loss_code"] in (_train.LOSS_ORDINAL,) + _train.SPHERE_LOSSES or \
                 config["kos_n"] > 1 or config["exact_rank"] or self.max_norm:
             raise ValueError("side features are supported with loss='warp' or 'bpr' and the "
                              "sampled rank estimate, without max_norm.")
@@ -1024,7 +1041,7 @@ class WARPFactorizer(FactorRecommender):
         if isinstance(self.alpha, str):
             if not fresh and hasattr(self, "alpha_"):
                 return self.alpha_
-            if self.loss == "ccl":
+            if self.loss in _SPHERE_LOSSES:
                 return 0.0   # (unit rows: a decay would be undone by the normalisation)
             rate = min(self.learning_rate_, AUTO_ALPHA_LR_CAP)
             alpha = min(AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1),
@@ -1047,7 +1064,7 @@ class WARPFactorizer(FactorRecommender):
             return self.learning_rate_
         per_user = matrix.nnz / max(matrix.shape[0], 1)
         per_item = matrix.nnz / max(matrix.shape[1], 1)
-        if self.loss == "ccl":
+        if self.loss in _SPHERE_LOSSES:
             return float(np.clip(CCL_AUTO_LR / per_user, CCL_LR_MIN, CCL_LR_MAX))
         rate = min(AUTO_LR / per_user, AUTO_LR_ITEM * np.sqrt(per_item))
         return float(np.clip(rate, AUTO_LR_MIN, AUTO_LR_MAX))
@@ -1112,19 +1129,20 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("negative_sampling='popularity' is only available with loss='bpr' "
                              "or 'ccl': the rank estimates of the WARP and ordinal losses "
                              "assume uniformly drawn negatives.")
-        if self.loss == "ccl":
+        if self.loss in _SPHERE_LOSSES:
             for name, unused in (("rank_estimator", self.rank_estimator != "sampled"),
                                  ("max_norm", self.max_norm is not None),
                                  ("alpha", not isinstance(self.alpha, str) and self.alpha > 0)):
                 if unused:
                     raise ValueError(
-                        f"{name}={getattr(self, name)!r} does not apply to loss='ccl': its "
+                        f"{name}={getattr(self, name)!r} does not apply to loss="
+                        f"{self.loss!r}: its "
                         f"rows are kept at unit norm (scores are cosines), so there is no "
                         f"rank estimate, norm bound or weight decay; leave {name} at its "
                         f"default.")
         elif not isinstance(self.dropout, str) and self.dropout > 0:
-            raise ValueError(f"dropout={self.dropout!r} applies to loss='ccl' only (got "
-                             f"loss={self.loss!r}); leave it at 0.")
+            raise ValueError(f"dropout={self.dropout!r} applies to loss='ccl' or 'softmax' "
+                             f"only (got loss={self.loss!r}); leave it at 0.")
         kos_k, kos_n = 1, 1
         if self.loss == "ordinal":
             kos_n = check_positive_int(self.n, "n")
@@ -1217,7 +1235,7 @@ class WARPFactorizer(FactorRecommender):
             old = getattr(self, name)
             setattr(self, name, aligned_full((old.shape[0] + len(fresh),) + old.shape[1:],
                                              np.concatenate([old, fresh.astype(f32)]), f32))
-        if self.loss == "ccl":   # new rows on the sphere too
+        if self.loss in _SPHERE_LOSSES:   # new rows on the sphere too
             _unit_rows(self.user_factors_[n_users:])
             _unit_rows(self.item_factors_[n_items:])
         self.user_ids_, self.item_ids_ = user_ids, item_ids
@@ -1286,7 +1304,7 @@ class WARPFactorizer(FactorRecommender):
                                           f32)
         self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
                                           f32)
-        if config["loss_code"] == _train.LOSS_CCL:   # every row is kept at unit norm
+        if config["loss_code"] in _train.SPHERE_LOSSES:   # every row is kept at unit norm
             _unit_rows(self.user_factors_)
             _unit_rows(self.item_factors_)
         self.item_biases_ = aligned_full(n_items, 0.0, f32)
@@ -1545,9 +1563,11 @@ def _resolve_epochs(epochs, early_stopping):
 def _make_work(mode, n_threads, d, n_items, config):
     """The kernel's work arrays (``_train.make_work``), or a ValueError that names the
     parameter when they do not fit in memory (their rows hold ``max_sampled`` entries)."""
+    # (the softmax keeps a sample's draws in the rows of max_sampled entries)
+    entries = (config["n_negatives"] if mode.loss == _train.LOSS_SOFTMAX
+               else config["max_sampled"])
     try:
-        return _train.make_work(mode, n_threads, d, n_items, config["max_sampled"],
-                                config["kos_n"])
+        return _train.make_work(mode, n_threads, d, n_items, entries, config["kos_n"])
     except MemoryError:
         raise ValueError(
             f"max_sampled={config['max_sampled']} is too large: the training kernel's work "

@@ -1,4 +1,5 @@
-"""Hogwild epoch kernel of the cosine contrastive loss (``loss="ccl"``).
+"""Hogwild epoch kernel of the cosine losses: the cosine contrastive loss (``loss="ccl"``)
+and the sampled softmax (``loss="softmax"``).
 
 The loss of Mao, Zhu, Wang, Zheng, Wu, Tang & He 2021, "SimpleX: A Simple and Strong
 Baseline for Collaborative Filtering" (CIKM 2021), sec. 3.2 ("Cosine Contrastive
@@ -17,6 +18,15 @@ projects the row back onto the sphere (Riemannian SGD with the normalisation as 
 retraction). Weight decay has no effect on rows of fixed norm, so there is none.
 SimpleX's dropout on the user vector (``Settings.dropout``, the share of its coordinates
 zeroed for each positive) is taken before the cosines (:func:`ccl_sample`).
+
+The sampled softmax (:func:`softmax_terms`) takes the same ``N`` draws, unit rows and
+sphere steps, with the loss ``-log p_i`` of the softmax of the cosines divided by the
+temperature ``t`` over the positive and its draws, the draws' logits corrected by
+``-log(N q_j)`` for their draw probability ``q_j`` (Bengio & Senecal 2008, "Adaptive
+importance sampling to accelerate training of a neural probabilistic language model",
+IEEE Trans. Neural Networks 19(4)), so that the draws estimate the sum over all of the
+user's negatives. With uniform draws among the ``Y`` negatives the correction is
+``log(Y / N)`` for every draw.
 
 The draws are uniform over the user's negatives (or follow ``Positives.neg_cdf``), ``N``
 of them with replacement from the sample's stream ``(seed, epoch, sample)``; the kernel
@@ -140,16 +150,81 @@ def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt,
 
 
 @njit(inline="always", **JIT)
+def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
+                  key, n_negatives, temperature, lr, buf, adagrad, freeze_items, drawn,
+                  cosines):
+    """The sampled softmax loss of positive ``(u, i)`` with the user vector ``H[h]``: as
+    :func:`ccl_terms` (the items step, the user's gradient is left in ``buf[0]``), for the
+    loss ``-w log p_i``, ``p = softmax(z)`` over the positive's logit ``z_i = c_i / t`` and
+    the ``N`` draws' ``z_j = c_j / t + log(Y / N)``. A cosine's gradient is ``w (p_k -
+    [k = i]) / t``. The draws and their cosines are kept in ``drawn`` and ``cosines``
+    (at least ``N`` entries): all the cosines are taken before any row moves, then the
+    positive's row steps, then each draw's, in the order drawn."""
+    d = V.shape[1]
+    inv_t = 1.0 / np.float64(temperature)
+    log_q = np.log(np.float64(n_items - (end - start)) / n_negatives)   # log(Y / N)
+    c_i = cosine(H, V, h, i)
+    top = c_i * inv_t
+    above = 0
+    for t in range(n_negatives):
+        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, t)
+        c_j = cosine(H, V, h, j)
+        drawn[t] = j
+        cosines[t] = c_j
+        above += c_j >= c_i
+        top = max(top, c_j * inv_t + log_q)
+    total = np.exp(c_i * inv_t - top)
+    for t in range(n_negatives):
+        total += np.exp(cosines[t] * inv_t + log_q - top)
+    p_i = np.exp(c_i * inv_t - top) / total
+    loss = np.float32(w * (np.log(total) + top - c_i * inv_t))
+    g = np.float32(w * (p_i - 1.0) * inv_t)
+    for f in range(d):
+        buf[0, f] = g * (V[i, f] - c_i * H[h, f])
+    if not freeze_items:
+        for f in range(d):
+            buf[3, f] = g * (H[h, f] - c_i * V[i, f])
+        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
+            return False, loss, above
+    for t in range(n_negatives):
+        j = drawn[t]
+        c_j = np.float32(cosines[t])
+        g = np.float32(w * np.exp(cosines[t] * inv_t + log_q - top) / total * inv_t)
+        for f in range(d):
+            buf[0, f] += g * (V[j, f] - c_j * H[h, f])
+        if not freeze_items:
+            for f in range(d):
+                buf[3, f] = g * (H[h, f] - c_j * V[j, f])
+            if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
+                return False, loss, above
+    return True, loss, above
+
+
+@njit(inline="always", **JIT)
+def sphere_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
+                 key, settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
+    """:func:`softmax_terms` or :func:`ccl_terms` with the settings they take."""
+    if softmax:
+        return softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt,
+                             shift, key, settings.n_negatives, settings.temperature,
+                             settings.learning_rate, buf, adagrad, freeze_items, drawn,
+                             cosines)
+    return ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
+                     key, settings.n_negatives, settings.margin, settings.negative_weight,
+                     settings.learning_rate, buf, adagrad, freeze_items)
+
+
+@njit(inline="always", **JIT)
 def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
-               n_negatives, margin, negative_weight, dropout, lr, buf, adagrad, freeze_items):
+               settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
     """One step on the loss of positive ``(u, i)`` with sample weight ``w`` (see the module
-    docstring), its ``n_negatives`` draws at positions ``0 .. n_negatives - 1`` of stream
-    ``key``.
+    docstring; the sampled softmax's when ``softmax``), its ``settings.n_negatives`` draws
+    at positions ``0 .. n_negatives - 1`` of stream ``key``.
 
     The user's gradient is summed in ``buf[0]`` from the item rows as they are before
-    each moves; the positive's row, then each negative's row within the margin, step
-    as they are met (Hogwild-style, as WARP's list step), and the user row steps last.
-    ``buf[3]`` holds an item row's gradient. With ``dropout > 0`` the cosines are taken
+    each moves; the positive's row, then each negative's row with a gradient, step
+    (Hogwild-style, as WARP's list step), and the user row steps last. ``buf[3]`` holds
+    an item row's gradient. With ``settings.dropout > 0`` the cosines are taken
     with the user vector after dropout, ``h = m * U[u] / |m * U[u]|`` (mask ``m`` from
     :func:`dropped_user`), the items step towards or away from ``h``, and the user's
     gradient goes back through the mask and the rescaling: ``m * g_h / |m * U[u]|``
@@ -159,30 +234,34 @@ def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, fil
     estimate of its rank among the negatives, reported in the epoch statistics), both
     with the cosines the step used.
     """
-    if dropout > 0:
-        norm = dropped_user(U, u, buf, key, dropout)
+    lr = settings.learning_rate
+    if settings.dropout > 0:
+        norm = dropped_user(U, u, buf, key, settings.dropout)
         if norm == 0:
             return True, np.float32(0.0), 0
-        ok, loss, above = ccl_terms(buf, 4, V, GV, u, i, w, indices, start, end, n_items,
-                                    neg_cdf, filt, shift, key, n_negatives, margin,
-                                    negative_weight, lr, buf, adagrad, freeze_items)
+        ok, loss, above = sphere_terms(buf, 4, V, GV, u, i, w, indices, start, end, n_items,
+                                       neg_cdf, filt, shift, key, settings, buf, adagrad,
+                                       freeze_items, softmax, drawn, cosines)
         inv = np.float32(1.0) / norm
         for f in range(U.shape[1]):
             buf[0, f] *= buf[5, f] * inv
     else:
-        ok, loss, above = ccl_terms(U, u, V, GV, u, i, w, indices, start, end, n_items, neg_cdf,
-                                    filt, shift, key, n_negatives, margin, negative_weight, lr,
-                                    buf, adagrad, freeze_items)
+        ok, loss, above = sphere_terms(U, u, V, GV, u, i, w, indices, start, end, n_items,
+                                       neg_cdf, filt, shift, key, settings, buf, adagrad,
+                                       freeze_items, softmax, drawn, cosines)
     if not ok:
         return False, loss, above
     return sphere_step(U, GU, u, buf, 0, lr, adagrad), loss, above
 
 
-def ccl_epoch(adagrad, freeze_items, parallel):
-    """The epoch kernel of one CCL mode (compiled on its first call), with the structure
-    of ``train._pairwise_epoch``: a ``prange`` over ``work.stats.shape[0]`` slices (one
-    slice, serially, without ``parallel``) that claim chunks of ``order`` and visit their
-    positives. ``adagrad, freeze_items, parallel`` are constants of the closure.
+def ccl_epoch(adagrad, freeze_items, parallel, softmax):
+    """The epoch kernel of one mode of the cosine losses (compiled on its first call), with
+    the structure of ``train._pairwise_epoch``: a ``prange`` over ``work.stats.shape[0]``
+    slices (one slice, serially, without ``parallel``) that claim chunks of ``order`` and
+    visit their positives. ``adagrad, freeze_items, parallel, softmax`` (the sampled
+    softmax, else the cosine contrastive loss) are constants of the closure. The softmax
+    keeps a sample's draws in ``work.ints[thread, 0]`` and their cosines in
+    ``work.reals[thread, 0]`` (``Work`` made for ``n_negatives`` entries).
 
     Statistics per slice (``Work.stats``): samples, updates, negatives scored, the
     weighted loss, and ``w * (draws scoring at least the positive) / n_negatives`` in
@@ -197,10 +276,7 @@ def ccl_epoch(adagrad, freeze_items, parallel):
             indptr, indices = positives.indptr, positives.indices
             sample_users, sample_weight = positives.users, positives.sample_weight
             neg_cdf, filt = positives.neg_cdf, positives.filt
-            lr, seed = settings.learning_rate, settings.seed
-            n_negatives = settings.n_negatives
-            margin, negative_weight = settings.margin, settings.negative_weight
-            dropout = settings.dropout
+            seed, n_negatives = settings.seed, settings.n_negatives
             stop = work.stop
             n_items = V.shape[0]
             shift = filter_shift(filt.shape[1], n_items)
@@ -225,8 +301,8 @@ def ccl_epoch(adagrad, freeze_items, parallel):
                 w = sample_weight[p]
                 ok, loss, above = ccl_sample(
                     U, V, GU, GV, u, indices[p], w, indices, start, end, n_items, neg_cdf,
-                    filt, shift, stream_key(seed, epoch, p), n_negatives, margin,
-                    negative_weight, dropout, lr, buf, adagrad, freeze_items)
+                    filt, shift, stream_key(seed, epoch, p), settings, buf, adagrad,
+                    freeze_items, softmax, work.ints[thread, 0], work.reals[thread, 0])
                 n_trials += n_negatives
                 loss_sum += loss
                 rank_sum += w * above / n_negatives

@@ -52,6 +52,9 @@ LOSS_WARP = 0
 LOSS_BPR = 1
 LOSS_ORDINAL = 2
 LOSS_CCL = 3
+LOSS_SOFTMAX = 4
+#: The losses whose factor rows are kept at unit norm (scores are cosines; :mod:`.ccl`).
+SPHERE_LOSSES = (LOSS_CCL, LOSS_SOFTMAX)
 
 #: Columns of the per-thread statistics (``Work.stats``) filled by :func:`train_epoch`.
 STAT_SAMPLES, STAT_UPDATES, STAT_TRIALS, STAT_LOSS, STAT_RANK_LOSS = 0, 1, 2, 3, 4
@@ -94,8 +97,9 @@ class Settings(NamedTuple):
     n_negatives: int            # CCL: negatives drawn per positive
     margin: np.float32          # CCL: negatives with a cosine above it are pushed away
     negative_weight: np.float32  # CCL: weight of the negatives' mean hinge
-    dropout: np.float32         # CCL: share of the user vector's coordinates zeroed per
-    #                             positive (0: none)
+    dropout: np.float32         # CCL, softmax: share of the user vector's coordinates
+    #                             zeroed per positive (0: none)
+    temperature: np.float32     # softmax: the cosines are divided by it
     kos_k: int                  # k-OS: with kos_n > 1 the positive is the kos_k-th best
     kos_n: int                  # of kos_n of the user's positives (ordinal: list length)
     rank_table: np.ndarray      # float64: L(r) for r = 0..n_items
@@ -123,7 +127,7 @@ class Work(NamedTuple):
 
 class Mode(NamedTuple):
     """What an epoch kernel does; each distinct mode is a compiled variant."""
-    loss: int                   # LOSS_WARP, LOSS_BPR, LOSS_ORDINAL or LOSS_CCL
+    loss: int                   # LOSS_WARP, LOSS_BPR, LOSS_ORDINAL, LOSS_CCL or LOSS_SOFTMAX
     exact_rank: bool            # WARP: score every negative instead of the geometric estimate
     adagrad: bool               # Adagrad steps (else plain SGD)
     clip: bool                  # max-norm on the rows an update touches (Settings.max_norm)
@@ -678,20 +682,21 @@ def epoch_kernel(mode):
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
     epoch, chunk)``; returns ``True`` if every update stayed finite."""
     if mode.features:
-        if (mode.loss in (LOSS_ORDINAL, LOSS_CCL) or mode.exact_rank or mode.clip or mode.prefetch
-                or mode.freeze_items or mode.violators):
+        if (mode.loss in (LOSS_ORDINAL,) + SPHERE_LOSSES or mode.exact_rank or mode.clip
+                or mode.prefetch or mode.freeze_items or mode.violators):
             raise ValueError("the hybrid model trains WARP (estimated ranks, one violator) "
                              "or BPR, without max-norm, prefetching or frozen items")
         from .features import features_epoch   # (it builds on this module's helpers)
 
         return features_epoch(mode.loss == LOSS_BPR, bool(mode.adagrad))
-    if mode.loss == LOSS_CCL:
+    if mode.loss in SPHERE_LOSSES:
         if mode.exact_rank or mode.clip or mode.prefetch or mode.violators:
-            raise ValueError("the cosine contrastive loss has neither exact ranks, max-norm, "
+            raise ValueError("the cosine losses have neither exact ranks, max-norm, "
                              "prefetching nor several violators")
         from .ccl import ccl_epoch   # (it builds on this module's helpers)
 
-        return ccl_epoch(bool(mode.adagrad), bool(mode.freeze_items), bool(mode.parallel))
+        return ccl_epoch(bool(mode.adagrad), bool(mode.freeze_items), bool(mode.parallel),
+                         mode.loss == LOSS_SOFTMAX)
     if mode.loss == LOSS_ORDINAL:
         if mode.exact_rank or mode.prefetch or mode.freeze_items:
             raise ValueError("the ordinal loss has neither exact ranks, prefetching nor "

@@ -56,7 +56,7 @@ def test_budget_is_respected_and_used(result):
     assert wall <= 8 * 1.25 + 0.5, wall
     # the search spends the budget rather than stopping after a few trials
     assert out.elapsed_seconds >= 0.8 * 8
-    assert out.trials["trial"].nunique() > 20
+    assert out.trials["trial"].nunique() > 10
     assert out.trials["seconds"].sum() <= out.elapsed_seconds
 
 

@@ -48,6 +48,7 @@ OPTIONS = {
     "ccl, d=128": dict(loss="ccl", n_components=128, epochs=30),
     "ccl, no dropout": dict(loss="ccl", epochs=40, dropout=0.0),
     "ccl, d=128, no dropout": dict(loss="ccl", n_components=128, epochs=30, dropout=0.0),
+    "softmax": dict(loss="softmax", epochs=40),
 }
 #: implicit's models and the grid points tried (their other parameters at implicit's
 #: defaults: ALS 15 iterations, BPR 100).

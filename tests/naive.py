@@ -201,6 +201,24 @@ def _dropout_mask(key, d, dropout):
                     dtype=np.float32)
 
 
+def _sphere_positives(U, X, order, seed, epoch, dropout):
+    """The positives of ``order`` that a cosine loss steps on: ``(p, u, row, n_neg, key,
+    mask, a)`` with the user's positives ``row`` and ``n_neg`` negatives, the sample's
+    stream ``key``, the dropout ``mask`` and the user vector of the step ``a = mask *
+    U[u]`` (skipping users without negatives and masks that leave a zero vector)."""
+    for p in order:
+        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        n_neg = X.shape[1] - len(row)
+        if n_neg == 0:
+            continue
+        key = stream_key(seed, epoch, int(p))
+        mask = _dropout_mask(key, U.shape[1], dropout)
+        a = mask * U[u]
+        if np.any(a):
+            yield int(p), u, row, n_neg, key, mask, a
+
+
 def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negative_weight,
               adagrad, seed, epoch, freeze_items=False, dropout=0.0):
     """One epoch of the cosine contrastive loss on unit rows, one positive at a time, in
@@ -225,16 +243,7 @@ def ccl_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, margin, negat
         c = f32(a @ v / (np.linalg.norm(a) * np.linalg.norm(v)))
         return (c,) + _cos_grads(a, v, c)
 
-    for p in order:
-        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
-        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
-        if len(negatives_of(row, n_items)) == 0:
-            continue
-        key = stream_key(seed, epoch, int(p))
-        mask = _dropout_mask(key, U.shape[1], dropout)
-        a = mask * U[u]
-        if not np.any(a):
-            continue
+    for p, u, row, _, key, mask, a in _sphere_positives(U, X, order, seed, epoch, dropout):
         i = int(X.indices[p])
         w = f32(weights[p])
         c_i, du, dv = cos_and_grads(a, V[i])
@@ -267,17 +276,8 @@ def softmax_epoch(U, V, GU, GV, X, weights, order, *, lr, n_negatives, temperatu
     pass), then U[u] with the sum of its gradients.
     """
     n_items = V.shape[0]
-    for p in order:
-        u = int(np.searchsorted(X.indptr, p, side="right") - 1)
-        row = X.indices[X.indptr[u]:X.indptr[u + 1]]
-        n_neg = len(negatives_of(row, n_items))
-        if n_neg == 0:
-            continue
-        key = stream_key(seed, epoch, int(p))
-        mask = _dropout_mask(key, U.shape[1], dropout)
-        a = mask * U[u]
-        if not np.any(a):
-            continue
+    for p, u, row, n_neg, key, mask, a in _sphere_positives(U, X, order, seed, epoch,
+                                                            dropout):
         items = [int(X.indices[p])] + [draw_negative(key, t, row, n_items)
                                        for t in range(n_negatives)]
         cos = np.array([np.float32(a @ V[k] / (np.linalg.norm(a) * np.linalg.norm(V[k])))

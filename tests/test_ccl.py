@@ -26,6 +26,14 @@ def _problem(seed, n_users=14, n_items=60, d=6, density=0.15):
     return X, _unit(U), _unit(V), gen
 
 
+def _reference_pair(X, U, V):
+    """Copies of the starting rows for the kernel (U, V, zero biases and their unit
+    accumulators) and for the reference (U, V and their accumulators)."""
+    b = np.zeros(X.shape[1], np.float32)
+    fast = [U.copy(), V.copy(), b, np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    return fast, [U.copy(), V.copy(), np.ones_like(U), np.ones_like(V)]
+
+
 @pytest.mark.parametrize("adagrad,freeze_items,d,margin,dropout", [
     (True, False, 6, 0.3, 0.0),
     # the fixed-width dot product of the default dimension (same compiled variant)
@@ -45,9 +53,7 @@ def test_epoch_matches_reference(adagrad, freeze_items, d, margin, dropout):
     X, U, V, gen = _problem(5, d=d)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
-    b = np.zeros(X.shape[1], np.float32)
-    fast = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
-    slow = [U.copy(), V.copy(), np.ones_like(U), np.ones_like(V)]
+    fast, slow = _reference_pair(X, U, V)
     table = np.zeros(X.shape[1] + 1)
     ok, work = run_epoch(fast, X, order, table, loss=train.LOSS_CCL, adagrad=adagrad,
                          learning_rate=0.2, seed=99, epoch=4, sample_weight=weights,
@@ -86,9 +92,7 @@ def test_softmax_epoch_matches_reference(adagrad, freeze_items, d, temperature, 
     X, U, V, gen = _problem(6, d=d)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
-    b = np.zeros(X.shape[1], np.float32)
-    fast = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
-    slow = [U.copy(), V.copy(), np.ones_like(U), np.ones_like(V)]
+    fast, slow = _reference_pair(X, U, V)
     table = np.zeros(X.shape[1] + 1)
     ok, work = run_epoch(fast, X, order, table, loss=train.LOSS_SOFTMAX, adagrad=adagrad,
                          learning_rate=0.05, seed=98, epoch=2, sample_weight=weights,

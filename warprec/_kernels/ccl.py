@@ -115,22 +115,32 @@ def dropped_user(U, u, buf, key, dropout):
 
 
 @njit(inline="always", **JIT)
+def cosine_term(H, h, V, GV, k, c_k, g, buf, lr, adagrad, freeze_items):
+    """Add ``g`` times the sphere gradient of ``c_k = cos(H[h], V[k])`` at ``H[h]`` to the
+    user's gradient in ``buf[0]`` and, unless ``freeze_items``, step ``V[k]`` by ``g``
+    times its own (computed in ``buf[3]``); returns whether the step left a finite row."""
+    for f in range(V.shape[1]):
+        buf[0, f] += g * (V[k, f] - c_k * H[h, f])
+    if freeze_items:
+        return True
+    for f in range(V.shape[1]):
+        buf[3, f] = g * (H[h, f] - c_k * V[k, f])
+    return sphere_step(V, GV, k, buf, 3, lr, adagrad)
+
+
+@njit(inline="always", **JIT)
 def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
               n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
     """The loss of positive ``(u, i)`` with the user vector ``H[h]`` (unit norm): steps
     the item rows and leaves the user's gradient (the cosines' gradients at ``H[h]`` on
     the sphere) in ``buf[0]``; returns ``(ok, loss, above)`` as :func:`ccl_sample`."""
-    d = V.shape[1]
+    buf[0, :] = 0
     c_i = cosine(H, V, h, i)
     pull = np.float32(w) if c_i < 1 else np.float32(0.0)   # (the hinge is flat at 1)
     loss = pull * (np.float32(1.0) - c_i)
-    for f in range(d):
-        buf[0, f] = -pull * (V[i, f] - c_i * H[h, f])
-    if not freeze_items and pull != 0:
-        for f in range(d):
-            buf[3, f] = -pull * (H[h, f] - c_i * V[i, f])
-        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
-            return False, loss, 0
+    if pull != 0 and not cosine_term(H, h, V, GV, i, c_i, -pull, buf, lr, adagrad,
+                                     freeze_items):
+        return False, loss, 0
     push = np.float32(w * negative_weight / n_negatives)
     above = 0
     for t in range(n_negatives):
@@ -139,13 +149,8 @@ def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt,
         above += c_j >= c_i
         if c_j > margin:
             loss += push * (c_j - margin)
-            for f in range(d):
-                buf[0, f] += push * (V[j, f] - c_j * H[h, f])
-            if not freeze_items:   # (the items' gradients only when they move)
-                for f in range(d):
-                    buf[3, f] = push * (H[h, f] - c_j * V[j, f])
-                if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
-                    return False, loss, above
+            if not cosine_term(H, h, V, GV, j, c_j, push, buf, lr, adagrad, freeze_items):
+                return False, loss, above
     return True, loss, above
 
 
@@ -160,7 +165,7 @@ def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, f
     [k = i]) / t``. The draws and their cosines are kept in ``drawn`` and ``cosines``
     (at least ``N`` entries): all the cosines are taken before any row moves, then the
     positive's row steps, then each draw's, in the order drawn."""
-    d = V.shape[1]
+    buf[0, :] = 0
     inv_t = 1.0 / np.float64(temperature)
     log_q = np.log(np.float64(n_items - (end - start)) / n_negatives)   # log(Y / N)
     c_i = cosine(H, V, h, i)
@@ -179,24 +184,13 @@ def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, f
     p_i = np.exp(c_i * inv_t - top) / total
     loss = np.float32(w * (np.log(total) + top - c_i * inv_t))
     g = np.float32(w * (p_i - 1.0) * inv_t)
-    for f in range(d):
-        buf[0, f] = g * (V[i, f] - c_i * H[h, f])
-    if not freeze_items:
-        for f in range(d):
-            buf[3, f] = g * (H[h, f] - c_i * V[i, f])
-        if not sphere_step(V, GV, i, buf, 3, lr, adagrad):
-            return False, loss, above
+    if not cosine_term(H, h, V, GV, i, c_i, g, buf, lr, adagrad, freeze_items):
+        return False, loss, above
     for t in range(n_negatives):
-        j = drawn[t]
-        c_j = np.float32(cosines[t])
         g = np.float32(w * np.exp(cosines[t] * inv_t + log_q - top) / total * inv_t)
-        for f in range(d):
-            buf[0, f] += g * (V[j, f] - c_j * H[h, f])
-        if not freeze_items:
-            for f in range(d):
-                buf[3, f] = g * (H[h, f] - c_j * V[j, f])
-            if not sphere_step(V, GV, j, buf, 3, lr, adagrad):
-                return False, loss, above
+        if not cosine_term(H, h, V, GV, drawn[t], np.float32(cosines[t]), g, buf, lr, adagrad,
+                           freeze_items):
+            return False, loss, above
     return True, loss, above
 
 

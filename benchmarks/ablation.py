@@ -46,8 +46,8 @@ OPTIONS = {
     "d=128, violators": dict(n_components=128, max_violators=10, max_sampled=300, epochs=15),
     "ccl": dict(loss="ccl", epochs=40),
     "ccl, d=128": dict(loss="ccl", n_components=128, epochs=30),
-    "ccl, no dropout": dict(loss="ccl", epochs=40, dropout=0.0),
-    "ccl, d=128, no dropout": dict(loss="ccl", n_components=128, epochs=30, dropout=0.0),
+    "ccl, dropout": dict(loss="ccl", epochs=40, dropout=0.1),
+    "ccl, d=128, dropout": dict(loss="ccl", n_components=128, epochs=30, dropout=0.1),
     "softmax": dict(loss="softmax", epochs=40),
 }
 #: implicit's models and the grid points tried (their other parameters at implicit's

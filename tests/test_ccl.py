@@ -282,9 +282,10 @@ def test_dropout_reproduces_and_changes_the_fit(data):
 
 
 def test_automatic_dropout(data, tmp_path):
-    """``dropout="auto"`` is ``CCL_DROPOUT`` with the cosine loss and 0 with WARP; a loaded
-    model keeps it (its fold-in trains with it)."""
-    model = _model().fit(data)
+    """``dropout="auto"`` is ``CCL_DROPOUT`` with the cosine loss and 0 with WARP (the default
+    is 0); a loaded model keeps it (its fold-in trains with it)."""
+    assert _model().fit(data).dropout_ == 0.0
+    model = _model(dropout="auto").fit(data)
     assert model.dropout_ == CCL_DROPOUT == 0.1
     np.testing.assert_array_equal(model.user_factors_,
                                   _model(dropout=CCL_DROPOUT).fit(data).user_factors_)
@@ -292,7 +293,7 @@ def test_automatic_dropout(data, tmp_path):
     loaded = WARPFactorizer.load(tmp_path / "m.npz")
     assert loaded.dropout_ == CCL_DROPOUT
     np.testing.assert_array_equal(loaded.fold_in(data[:3]), model.fold_in(data[:3]))
-    warp = WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(data)
+    warp = WARPFactorizer(n_components=8, epochs=1, n_threads=1, dropout="auto").fit(data)
     assert warp.dropout_ == 0.0
 
 

@@ -176,14 +176,17 @@ class WARPFactorizer(FactorRecommender):
         ``CCL_NEGATIVE_WEIGHT / sqrt(density)`` (2.5 / sqrt(positives / (users x items))
         of the first fit's matrix): about 10 on ML-100K, 130 on amazon-book. The value used
         is ``negative_weight_``.
-    dropout : float in [0, 1) or "auto", default "auto"
+    dropout : float in [0, 1) or "auto", default 0.0
         ``loss="ccl"`` or ``"softmax"``: dropout on the user vector, part of the cosine
         contrastive loss's published configurations (Mao et al. 2021, above): for every
         positive each coordinate of the user's row is zeroed with this probability (a draw
         of the positive's counter-based stream), the cosines of that step are taken with
         the rest rescaled to unit norm, and the user's row gets the gradient of the kept
-        coordinates only. Scoring uses the full rows. ``"auto"``: ``CCL_DROPOUT`` (0.1)
-        with ``loss="ccl"``, else 0; a positive value with a loss other than ``"ccl"``
+        coordinates only. Scoring uses the full rows. ``"auto"``: ``CCL_DROPOUT`` (0.1, the
+        published rate) with ``loss="ccl"``, else 0. It is not the default: it gains 2-14%
+        NDCG@10 for the cosine loss on most sets, but its slower first epochs make
+        :func:`warprec.tune` drop the cosine loss's trials on amazon-book
+        (docs/design.md); a positive value with a loss other than ``"ccl"``
         and ``"softmax"`` is an error. The value used is ``dropout_``.
     temperature : float, default 0.2
         ``loss="softmax"``: the cosines are divided by it before the softmax; the smaller
@@ -372,7 +375,7 @@ class WARPFactorizer(FactorRecommender):
     def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
-                 negative_weight="auto", dropout="auto", temperature=0.2, k=None, n=10,
+                 negative_weight="auto", dropout=0.0, temperature=0.2, k=None, n=10,
                  top_fraction=None, learning_schedule="adagrad",
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping="auto",

@@ -57,8 +57,9 @@ CCL_LR_MAX = 0.3
 CCL_NEGATIVE_WEIGHT = 2.5
 #: ``loss="ccl"``: ``dropout="auto"`` drops this share of the user vector's coordinates per
 #: positive (the published configurations' rate). Measured on the benchmark family it
-#: gains 2-14% NDCG@10 on every set but amazon-book, where it trades 1.6% of NDCG@10 for
-#: 2.2% of Recall@20 (docs/design.md, "The cosine contrastive loss").
+#: gains 2-14% NDCG@10 on every set but amazon-book; it is not the default because
+#: ``warprec.tune``'s first rungs then drop the cosine loss's trials there (docs/design.md,
+#: "The cosine contrastive loss").
 CCL_DROPOUT = 0.1
 
 #: A configuration tuned on the ML-100K benchmark split alone (d = 64), kept for

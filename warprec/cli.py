@@ -57,7 +57,7 @@ def _model_args(parser):
                    help="ccl: weight of the negatives' mean hinge")
     g.add_argument("--dropout", type=float, default=None,
                    help="ccl, softmax: share of the user vector's coordinates dropped per "
-                        "positive (default 0.1 with ccl, 0 with softmax)")
+                        "positive (default 0; the published rate is 0.1)")
     g.add_argument("--temperature", type=float, default=None,
                    help="softmax: the cosines are divided by it (default 0.2)")
     g.add_argument("--rank-weighting", default="harmonic",

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.config import WAIT_POLL_SECONDS
-from .model import _resolve_epochs, _unit_rows
+from .model import _SPHERE_LOSSES, _resolve_epochs, _unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
             if combine == "mean":
                 total /= len(results)
             getattr(model, name)[...] += total
-        if model.loss in ("ccl", "softmax"):   # a mean of unit rows is shorter: re-normalise
+        if model.loss in _SPHERE_LOSSES:   # a mean of unit rows is shorter: re-normalise
             _unit_rows(model.item_factors_)
         if not model._parameters_finite():
             raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "

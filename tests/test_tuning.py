@@ -9,6 +9,7 @@ import warnings
 
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from warprec import WARPFactorizer, WarprecWarning, tune
 from warprec._kernels.config import AUTO_EPOCHS
@@ -360,12 +361,22 @@ def test_tiny_budget_fits_the_defaults_and_warns(X):
     assert out.elapsed_seconds < 2 and out.best_trial == 0
 
 
+def _scaled(X, epoch_seconds):
+    """X stacked on itself (its users repeated) until one epoch of the defaults with
+    validation takes at least ``epoch_seconds`` on one thread here, so that the budgets
+    of the tests below end what they are meant to end whatever the machine's speed."""
+    WARPFactorizer(epochs=1, early_stopping=True, n_threads=1).fit(X)   # (compiled)
+    tic = time.perf_counter()
+    WARPFactorizer(epochs=5, early_stopping=True, n_iter_no_change=10, n_threads=1).fit(X)
+    copies = math.ceil(epoch_seconds / ((time.perf_counter() - tic) / 5))
+    return sp.vstack([X] * copies, format="csr") if copies > 1 else X
+
+
 def test_budget_short_of_the_defaults_validated_fit_goes_to_the_defaults():
     """A budget that affords some epochs on all of X but not the defaults' validated fit
     (their epochs with validation, then the refit): the defaults are fit on all of X until
     the budget ends, with a warning that names a budget for a search."""
-    X = make_interactions(2000, 1000, 60_000)
-    WARPFactorizer(epochs=1, n_threads=1).fit(X)
+    X = _scaled(make_interactions(2000, 1000, 60_000), 0.08)
     tic = time.perf_counter()
     with pytest.warns(WarprecWarning, match=r"validated fit.*needs at least about") as record:
         out = tune(X, time_budget=1.0, n_threads=1)
@@ -389,15 +400,17 @@ def test_defaults_ended_by_the_budget_are_refit_for_the_rest_of_it(X, monkeypatc
     from warprec.tuning import _Search
 
     monkeypatch.setattr(_Search, "affords_defaults", lambda self, *args: True)
+    budget = 1.5
+    X = _scaled(X, 0.02)   # (the defaults' 100 epochs take more than the budget)
     with pytest.warns(WarprecWarning, match="too small for a search"):
-        out = tune(X, time_budget=0.6, n_threads=1, max_epochs=10**6,
+        out = tune(X, time_budget=budget, n_threads=1, max_epochs=10**6,
                    n_iter_no_change=10**6)
     trials = out.trials
     assert (trials["trial"] == 0).all() and trials["status"].iloc[-1] == "out-of-time"
     model = out.best_model
     assert out.best_params["epochs"] == model.epochs == model.epochs_done_
     assert model.epochs_done_ > trials["epochs"].max()
-    assert 0.9 * 0.6 <= out.elapsed_seconds <= 0.6 * 1.1 + 0.3
+    assert 0.9 * budget <= out.elapsed_seconds <= budget * 1.1 + 0.3
 
 
 def test_per_user_scores_average_to_the_trials_validation_score(X, monkeypatch):

@@ -123,6 +123,18 @@ def test_fit_with_the_cosine_loss(files):
     np.testing.assert_allclose(np.linalg.norm(model.item_factors_, axis=1), 1.0, rtol=1e-5)
 
 
+def test_fit_with_a_learning_rate_drop(files):
+    out = files["dir"] / "drop.npz"
+    proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 3, "--quiet", "--factors",
+                   4, "--threads", 1, "--early-stopping", "--learning-rate-drop", 0.5)
+    assert proc.returncode == 0, proc.stderr
+    model = WARPFactorizer.load(out)
+    assert model.learning_rate_drop == 0.5 and model.early_stopping_
+    proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 3, "--quiet",
+                   "--no-early-stopping", "--learning-rate-drop", 0.5)
+    assert proc.returncode != 0 and "needs early stopping" in proc.stderr
+
+
 def test_fit_with_the_sampled_softmax(files):
     out = files["dir"] / "softmax.npz"
     proc = warprec("fit", files["ratings"], "-o", out, "--epochs", 2, "--quiet", "--factors",

@@ -173,6 +173,7 @@ def test_automatic_early_stopping_trains_all_epochs(client, data, monkeypatch):
 @pytest.mark.parametrize("bad, message", [
     (dict(early_stopping=True), "early_stopping is not available"),
     (dict(early_stopping="refit"), "early_stopping is not available"),
+    (dict(learning_rate_drop=0.3), "learning_rate_drop is not available"),
     (dict(combine="max"), "combine must be one of"),
 ])
 def test_bad_options_raise(client, data, bad, message):

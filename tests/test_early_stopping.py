@@ -333,3 +333,96 @@ def test_refit_and_partial_fit(data):
     np.testing.assert_array_equal(first.user_factors_, model.user_factors_)
     with pytest.raises(ValueError, match="partial_fit"):
         model.partial_fit(X)
+
+
+# ------------------------------------------------------------------ learning-rate drop
+def _continued_at(X, epochs, rate_factor, more, learning_rate, **kw):
+    """A plain fit of ``epochs`` epochs, continued by partial_fit for ``more`` epochs at
+    ``learning_rate`` times ``rate_factor`` (what one drop of the rate does)."""
+    plain = WARPFactorizer(epochs=epochs, early_stopping=False, learning_rate=learning_rate,
+                           **kw).fit(X)
+    return plain.set_params(epochs=more, learning_rate=learning_rate * rate_factor
+                            ).partial_fit(X)
+
+
+def test_learning_rate_drop_goes_on_from_the_best_epoch(data):
+    """At the first plateau the best epoch's parameters come back and training goes on at
+    the rate times learning_rate_drop until the next plateau: bit for bit a plain fit to
+    the drop's epoch continued at the lower rate."""
+    train, valid = data
+    kw = dict(n_components=8, learning_rate=0.1, n_threads=1, random_state=1)
+    model = WARPFactorizer(epochs=40, early_stopping=True, n_iter_no_change=2,
+                           learning_rate_drop=0.3, **kw).fit(train, validation_data=valid)
+    ((drop, rate),) = model.learning_rate_drops_
+    best = model.best_epoch_
+    assert drop < best == model.epochs_done_ and rate == 0.1 * 0.3
+    # the epochs run: to the plateau, then again from the drop's epoch at the lower rate
+    n_first = drop + 2
+    epochs = [h["epoch"] for h in model.history_]
+    assert epochs == list(range(n_first)) + list(range(drop, drop + len(epochs) - n_first))
+    rates = [h["learning_rate"] for h in model.history_]
+    assert rates == [float(np.float32(0.1))] * n_first + \
+        [float(np.float32(rate))] * (len(epochs) - n_first)
+    assert len(epochs) == best + 2 + n_first - drop   # stopped at the second plateau
+    plain = _continued_at(train, drop, 0.3, best - drop, **kw)
+    for name in PARAMS:
+        assert np.array_equal(getattr(model, name), getattr(plain, name)), name
+    # partial_fit goes on at the dropped rate
+    model.set_params(early_stopping=False, learning_rate_drop=1.0, epochs=1).partial_fit(train)
+    assert model.history_[-1]["learning_rate"] == float(np.float32(rate))
+
+
+def test_refit_replays_the_learning_rate_drops(data):
+    X, _ = data
+    kw = dict(n_components=8, learning_rate=0.1, n_threads=1, random_state=4)
+    model = WARPFactorizer(epochs=40, early_stopping="refit", n_iter_no_change=2,
+                           learning_rate_drop=0.3, **kw).fit(X)
+    ((drop, rate),) = model.learning_rate_drops_
+    assert drop < model.best_epoch_ == model.epochs_done_
+    plain = _continued_at(X, drop, 0.3, model.best_epoch_ - drop, **kw)
+    for name in PARAMS:
+        assert np.array_equal(getattr(model, name), getattr(plain, name)), name
+
+
+def test_a_drop_without_a_better_epoch_is_undone(data):
+    """When no epoch after a drop scores better, the restore returns the parameters of
+    before the drop, and the drop is not recorded (partial_fit continues at the rate
+    those parameters were trained with)."""
+    train, valid = data
+    model = WARPFactorizer(n_components=8, epochs=40, learning_rate=0.2, n_threads=1,
+                           early_stopping=True, n_iter_no_change=2, random_state=3,
+                           learning_rate_drop=0.3).fit(train, validation_data=valid)
+    rates = {h["learning_rate"] for h in model.history_}
+    assert len(rates) == 2 and model.learning_rate_drops_ == []
+    assert model.best_epoch_ == int(np.argmax(model.validation_scores_)) + 1
+
+
+@pytest.mark.parametrize("loss, stopping, drop", [
+    ("ccl", True, 0.1), ("softmax", "refit", 0.1), ("ccl", False, 1.0), ("ccl", "auto", 1.0),
+    ("warp", True, 1.0), ("bpr", True, 1.0)])
+def test_automatic_learning_rate_drop(data, loss, stopping, drop):
+    """"auto": the cosine losses drop the rate x0.1 when they early-stop (and then do, at
+    a plateau), other losses never; "auto" does not turn early stopping on."""
+    X, _ = data
+    model = WARPFactorizer(loss=loss, n_components=8, n_negatives=20, epochs=30,
+                           early_stopping=stopping, n_iter_no_change=2, n_threads=1,
+                           random_state=0).fit(X)
+    assert model.learning_rate_drop_ == drop
+    assert model.early_stopping_ == (stopping is not False and stopping != "auto")
+    rates = [h["learning_rate"] for h in model.history_]
+    if drop < 1 and stopping is True:
+        assert len(set(rates)) == 2 and rates[-1] == float(np.float32(
+            model.learning_rate_ * drop))
+    elif drop == 1:
+        assert len(set(rates)) == 1
+
+
+def test_learning_rate_drop_needs_validation(data):
+    X, _ = data
+    with pytest.raises(ValueError, match="needs early stopping"):
+        WARPFactorizer(early_stopping=False, learning_rate_drop=0.5).fit(X)
+    # "auto" validates when the rate is to drop, whatever the data's size
+    model = WARPFactorizer(n_components=4, epochs=3, learning_rate_drop=0.5).fit(X)
+    assert model.early_stopping_ and len(model.validation_scores_) == 3
+    with pytest.raises(ValueError, match="learning_rate_drop"):
+        WARPFactorizer(learning_rate_drop=0.0).fit(X)

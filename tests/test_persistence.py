@@ -103,6 +103,22 @@ def test_round_trip_and_exact_resumption(tmp_path, kind, params):
         np.testing.assert_array_equal(a, b)
 
 
+def test_learning_rate_drops_survive_save_and_load(tmp_path):
+    """The drops are saved with their rates, and partial_fit after load continues at the
+    dropped rate as without save/load."""
+    X = make_interactions(300, 120, 6000, random_state=3)
+    model = WARPFactorizer(n_components=8, epochs=40, learning_rate=0.1, n_threads=1,
+                           early_stopping=True, n_iter_no_change=2, random_state=3,
+                           learning_rate_drop=0.3).fit(X)
+    assert model.learning_rate_drops_, "the fit should drop its rate once"
+    loaded = WARPFactorizer.load(model.save(tmp_path / "m.npz"))
+    _assert_same_model(model, loaded)
+    for m in (model, loaded):
+        m.set_params(early_stopping=False, learning_rate_drop=1.0, epochs=1).partial_fit(X)
+    assert model.history_[-1]["learning_rate"] == float(np.float32(0.1 * 0.3))
+    assert model.user_factors_.tobytes() == loaded.user_factors_.tobytes()
+
+
 def test_saved_file_has_no_pickle_and_a_version(tmp_path):
     model = WARPFactorizer(n_components=2, epochs=1).fit(_frame("str"))
     path = model.save(tmp_path / "m.npz")

@@ -271,12 +271,23 @@ def test_space_with_several_violators(X):
     assert out.best_model.max_violators == out.best_params["max_violators"]
 
 
-def test_cosine_loss_space(X):
+def test_cosine_loss_space(X, monkeypatch):
     """``CCL_SEARCH_SPACE``: its trials train the cosine loss and compete with the WARP
-    defaults (trial 0)."""
+    defaults (trial 0), at one learning rate (no drop on a plateau, which the cosine loss
+    makes by default when it early-stops)."""
     WARPFactorizer(loss="ccl", epochs=1, early_stopping=True, n_threads=1).fit(X)  # compile
+    drops = []
+
+    class Recording(WARPFactorizer):
+        def fit(self, *args, **kwargs):
+            super().fit(*args, **kwargs)
+            drops.append((self.loss, self.early_stopping_, self.learning_rate_drop_))
+            return self
+
+    monkeypatch.setattr("warprec.model.WARPFactorizer", Recording)
     out = tune(X, time_budget=5, n_threads=1, max_epochs=6,
                search_space=dict(CCL_SEARCH_SPACE, n_negatives=[20]))
+    assert ("ccl", True, 1.0) in drops and all(drop == 1.0 for _, _, drop in drops)
     trials = out.trials
     assert (trials.loc[trials["trial"] > 0, "loss"] == "ccl").all()
     assert trials.loc[trials["trial"] == 0, "loss"].iloc[0] == "warp"
@@ -529,6 +540,8 @@ def test_best_keeps_the_defaults_unless_the_gain_exceeds_its_noise():
     (dict(random_state=1.5), TypeError, "random_state"),
     (dict(search_space={"bogus": [1]}), ValueError, r"unknown parameter 'bogus'.*learning_rate"),
     (dict(search_space={"epochs": [5]}), ValueError, "cannot set 'epochs'"),
+    (dict(search_space={"learning_rate_drop": [0.3]}), ValueError,
+     "cannot set 'learning_rate_drop'"),
     (dict(search_space={}), ValueError, "empty"),
     (dict(search_space=[("learning_rate", [0.1])]), TypeError, "dict"),
     (dict(search_space=[]), TypeError, "non-empty list"),

@@ -269,7 +269,9 @@ def fit(interactions, client=None, *, combine="mean", callback=None, **params):
         raise ValueError(f"combine must be one of {COMBINE}, got {combine!r}.")
     for name, used in (("early_stopping", params.get("early_stopping", False)
                         not in (False, "auto")),
-                       ("validation_data", params.get("validation_data") is not None)):
+                       ("validation_data", params.get("validation_data") is not None),
+                       ("learning_rate_drop", params.get("learning_rate_drop", "auto")
+                        not in ("auto", 1))):
         if used:
             raise ValueError(f"{name} is not available in distributed training; fit "
                              "without it, or use warprec.tune on a sample to choose epochs.")

@@ -72,6 +72,10 @@ def _model_args(parser):
                         "on data with 20,000 or more users (early_stopping='auto')")
     g.add_argument("--no-early-stopping", action="store_true",
                    help="train for --epochs epochs whatever the data's size")
+    g.add_argument("--learning-rate-drop", type=float, default=None,
+                   help="with early stopping: at the first validation plateau, go back to "
+                        "the best epoch and multiply the learning rate by this factor "
+                        "(default: 0.1 with ccl or softmax, 1, no drop, with warp)")
     g.add_argument("--refit", action="store_true",
                    help="with --early-stopping: then train again on all the positives for "
                         "the best epoch count (early_stopping='refit')")
@@ -191,7 +195,8 @@ def _make_model(args):
                         ("alpha", args.alpha), ("max_sampled", args.max_sampled),
                         ("n_negatives", args.n_negatives), ("margin", args.margin),
                         ("negative_weight", args.negative_weight), ("dropout", args.dropout),
-                        ("temperature", args.temperature)):
+                        ("temperature", args.temperature),
+                        ("learning_rate_drop", args.learning_rate_drop)):
         if value is not None:
             params[name] = value
     return WARPFactorizer(n_components=args.factors, loss=args.loss,

@@ -34,6 +34,7 @@ from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUT
                               AUTO_EPOCHS_EARLY_STOPPING, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX,
                               AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
                               CCL_DROPOUT, CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
+                              CCL_LEARNING_RATE_DROP, MAX_LEARNING_RATE_DROPS,
                               PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
@@ -244,8 +245,8 @@ class WARPFactorizer(FactorRecommender):
         scikit-learn's ``HistGradientBoostingClassifier``). ``"refit"``: after that
         validated pass, :meth:`fit` trains the model again from scratch on all of X for
         ``best_epoch_`` epochs (the same result as ``fit`` with ``epochs=best_epoch_``
-        and ``early_stopping=False``), so the held-out positives are trained on too, for
-        about twice the time of one fit;
+        and ``early_stopping=False``, with the same ``learning_rate_drops_``), so the
+        held-out positives are trained on too, for about twice the time of one fit;
         ``best_epoch_`` and ``validation_scores_`` are those of the validated pass,
         ``history_`` that of the refit, and ``callback`` is called in both passes. With
         ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
@@ -272,6 +273,19 @@ class WARPFactorizer(FactorRecommender):
         which score every item for every checked user, add at most about a quarter of the
         training time; 1 unless the catalogue is large for the positives (3 on
         amazon-book). The interval used is ``validation_interval_``.
+    learning_rate_drop : float in (0, 1] or "auto", default "auto"
+        With early stopping: at the first validation plateau (the point where training
+        would stop), restore the best epoch's parameters, multiply the learning rate by
+        this factor and train on until the next plateau, which ends training (at most
+        ``MAX_LEARNING_RATE_DROPS``, 1, drops per fit or partial_fit call; Keras's
+        ``ReduceLROnPlateau``, with the restore). 1.0: no drop. A number below 1 needs
+        validation: ``early_stopping="auto"`` then resolves to True, and
+        ``early_stopping=False`` is an error. ``"auto"``: 0.1
+        (``CCL_LEARNING_RATE_DROP``) with ``loss="ccl"`` or ``"softmax"`` when training
+        early-stops, else 1.0 (WARP's Adagrad steps gain nothing from a drop). The
+        value used is ``learning_rate_drop_``, the drops made ``learning_rate_drops_``;
+        ``"refit"`` trains with the same drops. Measured in docs/design.md ("Dropping
+        the learning rate on a plateau").
     verbose : bool, default False
         Show a tqdm progress bar over epochs (with the validation score when there is
         one).
@@ -310,7 +324,7 @@ class WARPFactorizer(FactorRecommender):
         Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"`` or
         ``"softmax"``: the
         mean share of a positive's negative draws that score at least as high), updates,
-        mean_trials, samples, and
+        mean_trials, samples, learning_rate (the rate of the epoch), and
         ``validation`` (the validation score) in the epochs checked when validating.
     validation_scores_ : list of float
         The validation score at each check of the last fit / partial_fit (only when
@@ -326,6 +340,16 @@ class WARPFactorizer(FactorRecommender):
         With early stopping: the number of epochs (counted over all fit and
         partial_fit calls, like ``epochs_done_``) after which the validation score was
         best; the parameters are those of that epoch and ``epochs_done_`` equals it.
+    learning_rate_drop_ : float
+        The factor of a drop of the learning rate in the last fit / partial_fit
+        (``learning_rate_drop``, or its ``"auto"`` value).
+    learning_rate_drops_ : list of (int, float)
+        ``(epoch, rate)`` for each drop of the learning rate (``learning_rate_drop``):
+        after ``epoch`` epochs (counted like ``epochs_done_``) training went on at
+        ``rate``. Over all fit and partial_fit calls, those of the returned parameters
+        only (a drop after which no epoch scored better is undone with the restore).
+        :meth:`partial_fit` continues at the last drop's rate (``learning_rate_``
+        without drops).
     user_feature_factors_, item_feature_factors_ : ndarray of float32
         With side features: one embedding per feature (indicator features first, then
         the given ones, as named in ``user_feature_names_`` / ``item_feature_names_``);
@@ -367,6 +391,7 @@ class WARPFactorizer(FactorRecommender):
         "early_stopping": ["boolean", Options(["refit", "auto"])],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [POSITIVE_INT],
+        "learning_rate_drop": [Interval(Real, 0, 1, closed="right"), Options(["auto"])],
         "validation_interval": [POSITIVE_INT, Options(["auto"])],
         "n_threads": [None, POSITIVE_INT],
         "identity_features": ["boolean"],
@@ -380,7 +405,8 @@ class WARPFactorizer(FactorRecommender):
                  negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
                  max_norm=None, sample_order="auto", early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
-                 validation_interval="auto", verbose=False, identity_features=True):
+                 validation_interval="auto", learning_rate_drop="auto", verbose=False,
+                 identity_features=True):
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -410,6 +436,7 @@ class WARPFactorizer(FactorRecommender):
         self.n_iter_no_change = n_iter_no_change
         self.validation_metric = validation_metric
         self.validation_interval = validation_interval
+        self.learning_rate_drop = learning_rate_drop
         self.verbose = verbose
         self.identity_features = identity_features
 
@@ -510,10 +537,12 @@ class WARPFactorizer(FactorRecommender):
         """``early_stopping="refit"``: train again from scratch on all of X for the
         validated pass's ``best_epoch_`` epochs, keeping that pass's validation record."""
         record = {name: getattr(self, name) for name in
-                  ("best_epoch_", "validation_scores_", "validation_interval_")}
+                  ("best_epoch_", "validation_scores_", "validation_interval_",
+                   "learning_rate_drop_")}
+        drops = dict(self.learning_rate_drops_)
         self._reset()
         self._train(X, sample_weight, None, callback, fresh=True, features=features,
-                    refit_epochs=record["best_epoch_"])
+                    refit_epochs=record["best_epoch_"], refit_drops=drops)
         for name, value in record.items():
             setattr(self, name, value)
         self.early_stopping_ = True
@@ -664,10 +693,11 @@ class WARPFactorizer(FactorRecommender):
                 delattr(self, name)
 
     def _train(self, X, sample_weight, validation_data, callback, fresh, features,
-               refit_epochs=None):
+               refit_epochs=None, refit_drops=None):
         config = self._check_params()
         if refit_epochs is not None:   # early_stopping="refit"'s second pass
-            config.update(epochs=int(refit_epochs), early_stopping=False)
+            config.update(epochs=int(refit_epochs), early_stopping=False,
+                          drop_epochs=refit_drops)
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
@@ -738,8 +768,11 @@ class WARPFactorizer(FactorRecommender):
                 delattr(self, name)
         stopping = config["early_stopping"]
         if stopping == "auto":
-            stopping = _validation.auto_early_stopping(matrix)
+            # (a learning-rate drop waits for a validation plateau)
+            stopping = (self._drop_needs_validation()
+                        or _validation.auto_early_stopping(matrix))
         config["early_stopping"] = self.early_stopping_ = bool(stopping)
+        self.learning_rate_drop_ = self._resolve_learning_rate_drop()
         config["epochs"] = _resolve_epochs(config["epochs"], stopping)
         if validation_data is None and not stopping:
             return matrix, weights, None
@@ -772,8 +805,14 @@ class WARPFactorizer(FactorRecommender):
         # hybrid kernel's arguments are converted once)
         features = self._feature_parameters() if mode.features else None
         interval = config["validation_interval"]
+        drops_left = (MAX_LEARNING_RATE_DROPS if stopping and self.learning_rate_drop_ < 1
+                      else 0)
+        settings = self._dropped_rate(settings)
         for done in range(1, config["epochs"] + 1):
             epoch = self.epochs_done_
+            if epoch in config["drop_epochs"]:   # the refit's replay of the validated pass
+                self.learning_rate_drops_.append((epoch, config["drop_epochs"][epoch]))
+                settings = self._dropped_rate(settings)
             order = self._epoch_order(matrix, epoch, order, positives.indptr)
             params = (features if mode.features
                       else _train.Parameters(*self._parameters().values()))
@@ -802,6 +841,7 @@ class WARPFactorizer(FactorRecommender):
                     + "; very large init_scale, sample weights or rank weights also "
                     "cause this.", epoch)
             info = _epoch_info(epoch, seconds, work.stats)
+            info["learning_rate"] = float(settings.learning_rate)
             self.epochs_done_ += 1
             # (a check every ``interval`` epochs of this call, and after its last epoch)
             checked = monitor is not None and (done % interval == 0
@@ -824,12 +864,37 @@ class WARPFactorizer(FactorRecommender):
                 break
             if checked and stopping and \
                     self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
-                break
+                if not drops_left:
+                    break
+                # a plateau: on from the best epoch at a lower rate
+                drops_left -= 1
+                self._restore(best, mode)
+                self.learning_rate_drops_.append(
+                    (best.epochs, self._rate_now() * self.learning_rate_drop_))
+                settings = self._dropped_rate(settings)
         if stopping and best.epochs is not None:
-            best.restore(self._parameters())
-            self.best_epoch_ = self.epochs_done_ = best.epochs
-            if mode.features:
-                self._represent()
+            self._restore(best, mode)
+            self.best_epoch_ = best.epochs
+            # (a drop after which no epoch scored better is undone with the restore)
+            self.learning_rate_drops_ = [(e, rate) for e, rate in self.learning_rate_drops_
+                                         if e < best.epochs]
+
+    def _restore(self, best, mode):
+        """Back to the parameters of ``best`` (a ``BestSnapshot``) and its epoch count."""
+        best.restore(self._parameters())
+        self.epochs_done_ = best.epochs
+        if mode.features:
+            self._represent()
+
+    def _rate_now(self):
+        """The learning rate after the drops so far: the last drop's, else
+        ``learning_rate_``."""
+        drops = self.learning_rate_drops_
+        return drops[-1][1] if drops else self.learning_rate_
+
+    def _dropped_rate(self, settings):
+        """``settings`` with the learning rate after the drops so far."""
+        return settings._replace(learning_rate=np.float32(self._rate_now()))
 
     def _parameters(self):
         """The arrays that training updates (and early stopping restores), by name."""
@@ -1082,6 +1147,19 @@ class WARPFactorizer(FactorRecommender):
         density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
         return float(CCL_NEGATIVE_WEIGHT / np.sqrt(density))
 
+    def _drop_needs_validation(self):
+        """Whether ``learning_rate_drop`` is a number below 1 (which needs early
+        stopping; ``"auto"`` follows it)."""
+        return not isinstance(self.learning_rate_drop, str) and self.learning_rate_drop < 1
+
+    def _resolve_learning_rate_drop(self):
+        """The factor of a drop of the learning rate: ``learning_rate_drop``, or its
+        ``"auto"`` value (after ``early_stopping_`` is known)."""
+        if not isinstance(self.learning_rate_drop, str):
+            return float(self.learning_rate_drop)
+        return (CCL_LEARNING_RATE_DROP if self.loss in _SPHERE_LOSSES and self.early_stopping_
+                else 1.0)
+
     def _resolve_dropout(self):
         """The dropout on the user vector: ``dropout``, or its ``"auto"`` value."""
         if not isinstance(self.dropout, str):
@@ -1167,6 +1245,11 @@ class WARPFactorizer(FactorRecommender):
                                  f"max_sampled ({self.max_sampled}): the violators are found "
                                  f"among the max_sampled draws.")
         _validation.parse_metric(self.validation_metric)
+        if self._drop_needs_validation() and self.early_stopping is False:
+            raise ValueError(f"learning_rate_drop={self.learning_rate_drop!r} drops the rate "
+                             f"when the validation score stops improving, which needs early "
+                             f"stopping: set early_stopping=True, 'refit' or 'auto', or "
+                             f"learning_rate_drop='auto' or 1.0.")
         return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
                     epochs=self.epochs, early_stopping=self.early_stopping,
                     validation_interval=self.validation_interval,
@@ -1176,7 +1259,7 @@ class WARPFactorizer(FactorRecommender):
                     exact_rank=self.rank_estimator == "exact",
                     loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
                     adagrad=self.learning_schedule == "adagrad",
-                    n_threads=resolve_threads(self.n_threads))
+                    drop_epochs={}, n_threads=resolve_threads(self.n_threads))
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,
@@ -1317,6 +1400,7 @@ class WARPFactorizer(FactorRecommender):
         self.user_ids_ = user_ids
         self.item_ids_ = item_ids
         self.epochs_done_ = 0
+        self.learning_rate_drops_ = []
         self.history_ = []
 
     # ------------------------------------------------------------------ persistence
@@ -1355,6 +1439,10 @@ class WARPFactorizer(FactorRecommender):
         for name in ("best_epoch", "validation_interval", "early_stopping"):
             if hasattr(self, name + "_"):
                 arrays[name] = np.array(getattr(self, name + "_"))
+        arrays["learning_rate_drops"] = np.array([e for e, _ in self.learning_rate_drops_],
+                                                 dtype=np.int64)
+        arrays["dropped_learning_rates"] = np.array([r for _, r in self.learning_rate_drops_],
+                                                    dtype=np.float64)
         if self._hybrid():
             arrays.update(self._feature_arrays())
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
@@ -1423,6 +1511,10 @@ class WARPFactorizer(FactorRecommender):
             model.bias_grad_sq_ = data["bias_grad_sq"]
             model.seed_ = int(data["seed"])
             model.epochs_done_ = int(data["epochs_done"])
+            # (files written before learning_rate_drop existed: no drops)
+            model.learning_rate_drops_ = [
+                (int(e), float(r)) for e, r in zip(data.get("learning_rate_drops", []),
+                                                   data.get("dropped_learning_rates", []))]
             # files written before alpha="auto" existed have a numeric alpha
             model.alpha_ = float(data["alpha"]) if "alpha" in data else float(model.alpha)
             # files written before learning_rate="auto" existed have a numeric rate
@@ -1437,6 +1529,7 @@ class WARPFactorizer(FactorRecommender):
                                      else bool(model.early_stopping))
             model.sample_order_ = model._resolve_sample_order()
             model.dropout_ = model._resolve_dropout()
+            model.learning_rate_drop_ = model._resolve_learning_rate_drop()
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
             model.train_matrix_ = sp.csr_matrix(

@@ -98,6 +98,8 @@ _CONTROLLED = {
     "early_stopping": "every trial trains with early stopping",
     "validation_fraction": "pass validation_fraction= to tune",
     "n_iter_no_change": "pass n_iter_no_change= to tune",
+    "learning_rate_drop": "trials train at one learning rate (the refit repeats a trial's "
+                          "epoch count, not a schedule)",
     "validation_metric": "pass metric= to tune",
     "n_threads": "pass n_threads= to tune",
     "random_state": "pass random_state= to tune",
@@ -181,7 +183,8 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
     A trial trains ``WARPFactorizer(**config, early_stopping=True,
-    validation_fraction=validation_fraction, validation_metric=metric, ...)`` on X, and
+    learning_rate_drop=1.0, validation_fraction=validation_fraction,
+    validation_metric=metric, ...)`` on X, and
     is worth its best epoch's validation score; its epoch count is that epoch. Every
     trial has the same ``random_state``, so every trial holds out the same validation
     positives: the estimator's (a seeded ``validation_fraction`` of the positives of at
@@ -269,7 +272,8 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
         ``0 < low < high``. Replaces :data:`SEARCH_SPACE` (parameters left out keep
         the estimator's defaults). Any WARPFactorizer parameter except those tune sets
         itself (epochs, early_stopping, validation_fraction, n_iter_no_change,
-        validation_metric, n_threads, random_state, verbose). A list of such dicts
+        validation_metric, n_threads, random_state, verbose) and learning_rate_drop
+        (its trials train at one rate). A list of such dicts
         (scikit-learn's ``ParameterSampler`` convention): each configuration comes from
         one of them, chosen uniformly among those not used up, so parameters that only
         apply together stay together; :data:`SEARCH_SPACE` is
@@ -726,6 +730,7 @@ class _Search:
                 model.partial_fit(self.full, callback=callback)
             else:
                 model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=True,
+                                       learning_rate_drop=1.0,
                                        validation_fraction=self.fraction,
                                        validation_interval=self.interval,
                                        n_iter_no_change=self.patience,

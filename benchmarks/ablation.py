@@ -49,6 +49,9 @@ OPTIONS = {
     "ccl, dropout": dict(loss="ccl", epochs=40, dropout=0.1),
     "ccl, d=128, dropout": dict(loss="ccl", n_components=128, epochs=30, dropout=0.1),
     "softmax": dict(loss="softmax", epochs=40),
+    "ccl, early stopping, no drop": dict(loss="ccl", early_stopping=True,
+                                         learning_rate_drop=1.0),
+    "ccl, early stopping": dict(loss="ccl", early_stopping=True),
 }
 #: implicit's models and the grid points tried (their other parameters at implicit's
 #: defaults: ALS 15 iterations, BPR 100).

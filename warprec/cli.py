@@ -75,7 +75,7 @@ def _model_args(parser):
     g.add_argument("--learning-rate-drop", type=float, default=None,
                    help="with early stopping: at the first validation plateau, go back to "
                         "the best epoch and multiply the learning rate by this factor "
-                        "(default: 0.1 with ccl or softmax, 1, no drop, with warp)")
+                        "(default: 0.1 for ccl and softmax, no drop for warp)")
     g.add_argument("--refit", action="store_true",
                    help="with --early-stopping: then train again on all the positives for "
                         "the best epoch count (early_stopping='refit')")

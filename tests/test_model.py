@@ -308,6 +308,31 @@ def test_sample_order_auto_depends_on_parameter_size(small, monkeypatch):
     np.testing.assert_array_equal(same.fit(train).user_factors_, big.user_factors_)
 
 
+@pytest.mark.parametrize("loss, shape, long_tail", [
+    ("warp", (400, 300, 2_000), True),          # 5 positives per user, 6.7 per item
+    ("warp-kos", (400, 300, 2_000), True),
+    ("warp", (400, 300, 8_000), False),         # 20 per user: not short histories
+    ("warp", (1_000, 100, 8_000), False),       # 80 per item: not a long tail
+    ("bpr", (400, 300, 2_000), False),          # (measured for WARP only)
+    ("ccl", (400, 300, 2_000), False),
+])
+def test_long_tail_takes_lightfms_order_and_start(monkeypatch, loss, shape, long_tail):
+    """On a long tail of short histories the WARP losses start at LONG_TAIL_INIT_SCALE and
+    visit the positives in random order even when the parameters outgrow the caches;
+    elsewhere init_scale="auto" is INIT_SCALE and the order follows the size."""
+    X = make_interactions(*shape, random_state=0)
+    monkeypatch.setattr(model_module, "PREFETCH_ABOVE_BYTES", 0)   # "outgrows the caches"
+    kw = dict(loss=loss, n_components=8, epochs=1, n_threads=1, n_negatives=5)
+    model = WARPFactorizer(**kw).fit(X)
+    assert model.init_scale_ == (0.036 if long_tail else 0.1)
+    assert model.sample_order_ == ("positives" if long_tail else "users")
+    rows = np.linalg.norm(WARPFactorizer(**dict(kw, epochs=0)).fit(X).user_factors_, axis=1)
+    if loss != "ccl":   # (the cosine loss's rows start at unit norm)
+        assert abs(rows.mean() - model.init_scale_) < 0.2 * model.init_scale_
+    explicit = WARPFactorizer(**dict(kw, init_scale=0.5, sample_order="users")).fit(X)
+    assert (explicit.init_scale_, explicit.sample_order_) == (0.5, "users")
+
+
 def test_several_violators_reproducible_and_distinct(small):
     """``max_violators``: bit-reproducible with one thread, 1 is the classic single-violator
     step, and more change the model; fold-in (items frozen) takes the same step."""

@@ -34,8 +34,9 @@ from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUT
                               AUTO_EPOCHS_EARLY_STOPPING, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX,
                               AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
                               CCL_DROPOUT, CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
-                              CCL_LEARNING_RATE_DROP, MAX_LEARNING_RATE_DROPS,
-                              PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
+                              CCL_LEARNING_RATE_DROP, INIT_SCALE, LONG_TAIL_INIT_SCALE,
+                              LONG_TAIL_MAX_PER_ITEM, LONG_TAIL_MAX_PER_USER,
+                              MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
 from ._threads import kernel_threads, resolve_threads
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
@@ -211,8 +212,13 @@ class WARPFactorizer(FactorRecommender):
         ``n_items`` dot products per positive instead of at most ``max_sampled``; it pays
         off only for small catalogues (thousands of items) or to measure how much the
         estimate costs in quality.
-    init_scale : float, default 0.1
+    init_scale : float or "auto", default "auto"
         Factors start as ``N(0, init_scale^2 / n_components)``; biases start at 0.
+        ``"auto"``: 0.1 (``INIT_SCALE``), or 0.036 (``LONG_TAIL_INIT_SCALE``, LightFM's
+        start) with a WARP loss on a long tail of short histories (fewer than 15
+        positives per item and 20 per user in the first fit's matrix,
+        ``LONG_TAIL_MAX_PER_ITEM`` and ``LONG_TAIL_MAX_PER_USER``). The value used is
+        ``init_scale_``.
     max_norm : float or None, default None
         If set, factor rows touched by an update are rescaled to Euclidean norm
         <= max_norm (the norm constraint of WSABIE in Weston, Bengio & Usunier 2010).
@@ -225,7 +231,9 @@ class WARPFactorizer(FactorRecommender):
         parameters outgrow the CPU caches. ``"auto"``: ``"users"`` when the factors and
         Adagrad state take more than ``PREFETCH_ABOVE_BYTES`` (8 MiB), else
         ``"positives"``: while the rows stay cached the users order saves little time, and
-        it trains on a less random sequence of updates, which can cost ranking quality.
+        it trains on a less random sequence of updates, which can cost ranking quality;
+        and ``"positives"`` with a WARP loss on a long tail of short histories (see
+        ``init_scale``), where it trains better whatever the parameters' size.
         The order used is ``sample_order_``. The orders give different factors. The
         measurements behind the choice are in docs/design.md ("Sample order: positives or
         users").
@@ -320,6 +328,8 @@ class WARPFactorizer(FactorRecommender):
         ``loss="ccl"``).
     sample_order_ : {"positives", "users"}
         The epoch order used (``sample_order``, or its ``"auto"`` value).
+    init_scale_ : float
+        The initial scale used (``init_scale``, or its ``"auto"`` value).
     history_ : list of dict
         Per-epoch statistics: epoch, seconds, loss, rank_loss (with ``loss="ccl"`` or
         ``"softmax"``: the
@@ -380,7 +390,7 @@ class WARPFactorizer(FactorRecommender):
         "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
-        "init_scale": [Interval(Real, 0, None, closed="left")],
+        "init_scale": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
         "loss": [Options(_LOSSES)],
         "max_norm": [None, Interval(Real, 0, None, closed="neither")],
         "random_state": RANDOM_STATE,
@@ -402,7 +412,7 @@ class WARPFactorizer(FactorRecommender):
                  max_violators=1, loss="warp", n_negatives=200, margin=0.8,
                  negative_weight="auto", dropout=0.0, temperature=0.2, k=None, n=10,
                  top_fraction=None, learning_schedule="adagrad",
-                 negative_sampling="uniform", rank_estimator="sampled", init_scale=0.1,
+                 negative_sampling="uniform", rank_estimator="sampled", init_scale="auto",
                  max_norm=None, sample_order="auto", early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
                  validation_interval="auto", learning_rate_drop="auto", verbose=False,
@@ -701,7 +711,7 @@ class WARPFactorizer(FactorRecommender):
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
-            self._initialise(matrix.shape, user_ids, item_ids, config)
+            self._initialise(matrix, user_ids, item_ids, config)
             if any(f is not None for f in features):
                 self._initialise_features(features, config)
         else:
@@ -720,7 +730,7 @@ class WARPFactorizer(FactorRecommender):
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.negative_weight_ = self._resolve_negative_weight(matrix, fresh)
         self.dropout_ = self._resolve_dropout()
-        self.sample_order_ = self._resolve_sample_order()
+        self.sample_order_ = self._resolve_sample_order(matrix)
         n_threads = config["n_threads"]
         # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
         # fit): one compiled kernel specialisation for every data size
@@ -940,7 +950,7 @@ class WARPFactorizer(FactorRecommender):
         self.user_feature_names_, self.item_feature_names_ = names
         rng = np.random.default_rng([self.seed_, 5])
         d = self.user_factors_.shape[1]
-        scale = float(self.init_scale) / np.sqrt(d)
+        scale = self.init_scale_ / np.sqrt(d)
         n_uf, n_if = matrices[0].shape[1], matrices[1].shape[1]
         f32 = np.float32
         self.user_feature_factors_ = aligned_full(
@@ -960,7 +970,7 @@ class WARPFactorizer(FactorRecommender):
         them."""
         rng = np.random.default_rng([self.seed_, 6, self.epochs_done_])
         d = self.user_factors_.shape[1]
-        scale = float(self.init_scale) / np.sqrt(d)
+        scale = self.init_scale_ / np.sqrt(d)
         f32 = np.float32
         for kind, n_new in (("user", shape[0]), ("item", shape[1])):
             F = getattr(self, f"{kind}_features_")
@@ -1193,11 +1203,28 @@ class WARPFactorizer(FactorRecommender):
         parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
         return parameter_bytes > PREFETCH_ABOVE_BYTES
 
-    def _resolve_sample_order(self):
-        """``sample_order``, or its ``"auto"`` value (by the size of the parameters)."""
+    def _resolve_sample_order(self, matrix):
+        """``sample_order``, or its ``"auto"`` value (by the size of the parameters and
+        the shape of the training ``matrix``)."""
         if self.sample_order != "auto":
             return self.sample_order
-        return "users" if self._outgrows_cache() else "positives"
+        if self._outgrows_cache() and not self._long_tail(matrix):
+            return "users"
+        return "positives"
+
+    def _long_tail(self, matrix):
+        """Whether a WARP loss trains on a long tail of short histories (``LONG_TAIL_*``),
+        where it takes LightFM's order and initial scale."""
+        n_users, n_items = matrix.shape
+        return (self.loss in ("warp", "warp-kos")
+                and matrix.nnz < LONG_TAIL_MAX_PER_ITEM * n_items
+                and matrix.nnz < LONG_TAIL_MAX_PER_USER * n_users)
+
+    def _resolve_init_scale(self, matrix):
+        """``init_scale``, or its ``"auto"`` value for the first fit's ``matrix``."""
+        if not isinstance(self.init_scale, str):
+            return float(self.init_scale)
+        return LONG_TAIL_INIT_SCALE if self._long_tail(matrix) else INIT_SCALE
 
     def _check_params(self):
         """Check the parameters; returns the training configuration.
@@ -1308,7 +1335,7 @@ class WARPFactorizer(FactorRecommender):
             return
         rng = np.random.default_rng([self.seed_, 4, self.epochs_done_])
         d = self.user_factors_.shape[1]
-        scale = float(self.init_scale) / np.sqrt(d)
+        scale = self.init_scale_ / np.sqrt(d)
         new_users, new_items = shape[0] - n_users, shape[1] - n_items
         f32 = np.float32
         for name, fresh in (
@@ -1378,12 +1405,13 @@ class WARPFactorizer(FactorRecommender):
         cdf = np.cumsum(counts)
         return cdf / cdf[-1]
 
-    def _initialise(self, shape, user_ids, item_ids, config):
-        n_users, n_items = shape
+    def _initialise(self, matrix, user_ids, item_ids, config):
+        n_users, n_items = matrix.shape
         d = config["d"]
         rng = np.random.default_rng(self.random_state)
         self.seed_ = _draw_seed(rng)
-        scale = float(self.init_scale) / np.sqrt(d)
+        self.init_scale_ = self._resolve_init_scale(matrix)
+        scale = self.init_scale_ / np.sqrt(d)
         # cache-line-aligned parameters (see warprec._kernels.aligned)
         f32 = np.float32
         self.user_factors_ = aligned_full((n_users, d), rng.standard_normal((n_users, d)) * scale,
@@ -1431,6 +1459,7 @@ class WARPFactorizer(FactorRecommender):
             seed=np.array(self.seed_, dtype=np.uint64), epochs_done=np.array(self.epochs_done_),
             alpha=np.array(self.alpha_), learning_rate=np.array(self.learning_rate_),
             negative_weight=np.array(self.negative_weight_),
+            init_scale=np.array(self.init_scale_),
             validation_scores=np.array(self.validation_scores_, dtype=np.float64),
             history=np.array(json.dumps(self.history_)),
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
@@ -1527,7 +1556,6 @@ class WARPFactorizer(FactorRecommender):
             # (files written before early_stopping="auto" existed: the parameter says)
             model.early_stopping_ = (bool(data["early_stopping"]) if "early_stopping" in data
                                      else bool(model.early_stopping))
-            model.sample_order_ = model._resolve_sample_order()
             model.dropout_ = model._resolve_dropout()
             model.learning_rate_drop_ = model._resolve_learning_rate_drop()
             model.history_ = json.loads(str(data["history"]))
@@ -1539,6 +1567,10 @@ class WARPFactorizer(FactorRecommender):
             model.negative_weight_ = (float(data["negative_weight"]) if "negative_weight" in data
                                       else model._resolve_negative_weight(model.train_matrix_,
                                                                           True))
+            model.sample_order_ = model._resolve_sample_order(model.train_matrix_)
+            # (files written before init_scale="auto" existed: the parameter says)
+            model.init_scale_ = (float(data["init_scale"]) if "init_scale" in data
+                                 else float(model.init_scale))
             model.user_ids_ = _decode_ids(data, "user")
             model.item_ids_ = _decode_ids(data, "item")
             if "user_feature_factors" in data:

@@ -81,7 +81,7 @@ CCL_LEARNING_RATE_DROP = 0.1
 #: tail (3.3 positives per item, 10.4 per user: NDCG@10 0.0614 against 0.0582) and on a
 #: long tail outside the family (11.2 and 8.4: 0.0604 against 0.0544); the family's other
 #: sets, 26 or more per item or 47 or more per user, are far from both bounds
-#: (docs/design.md, "Where LightFM's lead on the sparse long tail comes from").
+#: (docs/design.md, "The long-tail rule").
 LONG_TAIL_MAX_PER_ITEM = 15
 LONG_TAIL_MAX_PER_USER = 20
 LONG_TAIL_INIT_SCALE = 0.036

@@ -549,7 +549,7 @@ class WARPFactorizer(FactorRecommender):
         record = {name: getattr(self, name) for name in
                   ("best_epoch_", "validation_scores_", "validation_interval_",
                    "learning_rate_drop_")}
-        drops = dict(self.learning_rate_drops_)
+        drops = self.learning_rate_drops_
         self._reset()
         self._train(X, sample_weight, None, callback, fresh=True, features=features,
                     refit_epochs=record["best_epoch_"], refit_drops=drops)
@@ -703,11 +703,11 @@ class WARPFactorizer(FactorRecommender):
                 delattr(self, name)
 
     def _train(self, X, sample_weight, validation_data, callback, fresh, features,
-               refit_epochs=None, refit_drops=None):
+               refit_epochs=None, refit_drops=()):
         config = self._check_params()
         if refit_epochs is not None:   # early_stopping="refit"'s second pass
             config.update(epochs=int(refit_epochs), early_stopping=False,
-                          drop_epochs=refit_drops)
+                          drop_epochs=dict(refit_drops))   # (epoch, rate) pairs
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:

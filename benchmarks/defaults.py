@@ -218,9 +218,9 @@ def _long_epochs(ds):
     """1.5 times the defaults' epoch count on ``ds``: of ``epochs="auto"``'s maximum with
     early stopping where ``early_stopping="auto"`` validates, else of its plain count."""
     from warprec import _validation
-    from warprec.model import _resolve_epochs
+    from warprec._plan import resolve_epochs
 
-    return 3 * _resolve_epochs("auto", _validation.auto_early_stopping(ds.train)) // 2
+    return 3 * resolve_epochs("auto", _validation.auto_early_stopping(ds.train)) // 2
 
 
 def common_checkpoints(curves):

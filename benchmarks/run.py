@@ -52,14 +52,14 @@ def warprec_defaults(train=None):
     """WARPFactorizer's defaults; an automatic learning rate is resolved for ``train``
     (a fit of zero epochs), so that LightFM can be given the same number."""
     from warprec import WARPFactorizer
-    from warprec.model import _resolve_epochs
+    from warprec._plan import resolve_epochs
     p = WARPFactorizer().get_params()
     rate = p["learning_rate"]
     if isinstance(rate, str) and train is not None:
         rate = WARPFactorizer(epochs=0, n_threads=1, early_stopping=False).fit(
             train).learning_rate_
     # (the speed runs train without early stopping: its plain epoch count)
-    epochs = _resolve_epochs(p["epochs"], early_stopping=False)
+    epochs = resolve_epochs(p["epochs"], early_stopping=False)
     return dict(learning_rate=rate, max_sampled=p["max_sampled"], epochs=epochs)
 
 

@@ -10,7 +10,7 @@ from kernel_calls import run_epoch
 from test_train_kernel import _problem as kernel_problem
 from warprec import WARPFactorizer
 from warprec._kernels import train
-from warprec._kernels.config import CCL_DROPOUT
+from warprec._defaults import CCL_DROPOUT
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate

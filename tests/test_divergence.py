@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import naive
 from warprec import DivergenceError, WARPFactorizer
-from warprec._kernels.config import AUTO_EPOCHS
+from warprec._defaults import AUTO_EPOCHS
 from warprec.datasets import make_interactions
 
 F32_MAX = float(np.finfo(np.float32).max)

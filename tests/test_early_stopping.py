@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from warprec import WARPFactorizer, _validation
-from warprec._kernels.config import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
+from warprec._defaults import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
 from warprec._validation import (BestSnapshot, Monitor, check_interval, holdout, parse_metric,
                                  select)
 from warprec.datasets import make_interactions

@@ -375,7 +375,7 @@ def test_refit_on_new_ids_replaces_the_id_maps():
 
 
 def test_auto_alpha_follows_the_learning_rate_and_the_positives_per_item():
-    from warprec.model import AUTO_ALPHA, AUTO_ALPHA_MAX
+    from warprec._defaults import AUTO_ALPHA, AUTO_ALPHA_MAX
     X = make_interactions(60, 40, 600, random_state=0)
     model = WARPFactorizer(n_components=4, epochs=1, learning_rate=0.04).fit(X)
     assert model.alpha == "auto"
@@ -401,7 +401,7 @@ def test_auto_alpha_survives_save_and_load(tmp_path):
 
 
 def test_auto_learning_rate_follows_the_positives_per_user_and_item():
-    from warprec.model import AUTO_ALPHA, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN
+    from warprec._defaults import AUTO_ALPHA, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX, AUTO_LR_MIN
     users = np.arange(300)
     # 20 positives per user, 300 per item: the per-user term applies
     twenty = sp.csr_matrix((np.ones(6000, np.float32), (np.repeat(users, 20),

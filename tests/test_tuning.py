@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from warprec import WARPFactorizer, WarprecWarning, tune
-from warprec._kernels.config import AUTO_EPOCHS
+from warprec._defaults import AUTO_EPOCHS
 from warprec.datasets import make_interactions
 from warprec.tuning import CCL_SEARCH_SPACE, SEARCH_SPACE, WARP_SEARCH_SPACE
 
@@ -110,7 +110,7 @@ def test_defaults_train_to_their_early_stopped_end_first(result):
 def test_defaults_train_at_most_their_own_maximum(X):
     """The defaults trial stops at the defaults' own epoch maximum with early stopping
     (100), however long max_epochs and the patience are."""
-    from warprec._kernels.config import AUTO_EPOCHS_EARLY_STOPPING
+    from warprec._defaults import AUTO_EPOCHS_EARLY_STOPPING
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WarprecWarning)

@@ -29,8 +29,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.config import WAIT_POLL_SECONDS
-from .model import _SPHERE_LOSSES, _resolve_epochs, _unit_rows
+from ._defaults import WAIT_POLL_SECONDS
+from ._loss_specs import loss_spec
+from ._plan import resolve_epochs
+from ._trainer import finite, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +150,9 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
             if combine == "mean":
                 total /= len(results)
             getattr(model, name)[...] += total
-        if model.loss in _SPHERE_LOSSES:   # a mean of unit rows is shorter: re-normalise
-            _unit_rows(model.item_factors_)
-        if not model._parameters_finite():
+        if loss_spec(model.loss).sphere:   # a mean of unit rows is shorter: re-normalise
+            unit_rows(model.item_factors_)
+        if not finite(model.user_factors_, model.item_factors_, model.item_biases_):
             raise RuntimeError(f"Distributed training diverged in epoch {epoch}: the combined "
                                "item state is not finite. Lower learning_rate"
                                + (" or use combine='mean'." if combine == "sum" else "."))
@@ -277,7 +279,7 @@ def fit(interactions, client=None, *, combine="mean", callback=None, **params):
                              "without it, or use warprec.tune on a sample to choose epochs.")
     # (early_stopping="auto", the default, trains without early stopping here)
     model = WARPFactorizer(**dict(params, early_stopping=False))
-    epochs = _resolve_epochs(model.epochs, early_stopping=False)
+    epochs = resolve_epochs(model.epochs, early_stopping=False)
     model.set_params(epochs=0)
     model.fit(_local(interactions))  # id maps, state, learning rate, decay and order
     model.set_params(epochs=epochs)

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.config import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
-                              VALIDATION_PAIRS_PER_POSITIVE)
+from ._defaults import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
+                        VALIDATION_PAIRS_PER_POSITIVE)
 from .data import _rank_within_user
 from .metrics import METRIC_NAMES, evaluate_factors
 

@@ -12,32 +12,26 @@ import json
 import logging
 import os
 import tempfile
-import time
 import warnings
 import zipfile
-from numbers import Integral, Real
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
 from . import _validation
-from ._base import FactorRecommender, fit_input
+from ._base import FactorRecommender
 from ._features import FeatureEncoder
-from ._inputs import (POSITIVE_INT, RANDOM_STATE, IdMap, Interval, Options,
-                      as_interaction_matrix, check_positive_int, validate_params)
-from ._kernels import negatives as _negatives
-from ._kernels import order as _order
+from ._inputs import IdMap, as_interaction_matrix, check_positive_int
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
-from ._kernels.config import (AUTO_ALPHA, AUTO_ALPHA_LR_CAP, AUTO_ALPHA_MAX, AUTO_EPOCHS,
-                              AUTO_EPOCHS_EARLY_STOPPING, AUTO_LR, AUTO_LR_ITEM, AUTO_LR_MAX,
-                              AUTO_LR_MIN, CCL_AUTO_LR, CCL_LR_MAX,
-                              CCL_DROPOUT, CCL_LR_MIN, CCL_NEGATIVE_WEIGHT, FOLD_IN_PARALLEL_FROM,
-                              CCL_LEARNING_RATE_DROP, INIT_SCALE, LONG_TAIL_INIT_SCALE,
-                              LONG_TAIL_MAX_PER_ITEM, LONG_TAIL_MAX_PER_USER,
-                              MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES, TUNED_PARAMS)
-from ._threads import kernel_threads, resolve_threads
+from ._loss_specs import loss_spec
+from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_needs_validation,
+                    long_tail, resolve_epochs, resolve_init_scale, training_input)
+from ._trainer import (Target, Trainer, fold_in_epochs, kernel_inputs, kernel_settings,
+                       progress_bar, unit_rows)
+from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
 from .exceptions import DivergenceError, WarprecWarning
 from .weights import resolve_rank_weighting
 
@@ -46,13 +40,6 @@ __all__ = ["WARPFactorizer", "TUNED_PARAMS"]
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-_LOSSES = {"warp": _train.LOSS_WARP, "warp-kos": _train.LOSS_WARP, "bpr": _train.LOSS_BPR,
-           "ordinal": _train.LOSS_ORDINAL, "ccl": _train.LOSS_CCL,
-           "softmax": _train.LOSS_SOFTMAX}
-#: The losses whose factor rows are kept at unit norm (their scores are cosines).
-_SPHERE_LOSSES = ("ccl", "softmax")
-_SCHEDULES = ("adagrad", "sgd")
-_SAMPLING = ("uniform", "popularity")
 #: The fitted arrays the training kernel updates.
 _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
                      "item_grad_sq_", "bias_grad_sq_")
@@ -60,8 +47,6 @@ _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_gra
 _FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
                    "user_feature_grad_sq_", "item_feature_grad_sq_",
                    "item_feature_bias_grad_sq_")
-_ESTIMATORS = ("sampled", "exact")
-_ORDERS = ("auto", "positives", "users")
 
 
 class WARPFactorizer(FactorRecommender):
@@ -373,39 +358,9 @@ class WARPFactorizer(FactorRecommender):
         With side features: the feature matrices of the fit's users and items.
     """
 
-    #: Each parameter's allowed values, checked by ``_check_params`` before every fit
-    #: (any one constraint of a list may accept the value; see
-    #: :func:`warprec._inputs.validate_param`). ``k``, ``n``, ``top_fraction``,
-    #: ``rank_weighting``, ``validation_metric`` and ``verbose`` depend on other
-    #: parameters or have their own parsers, and are checked in code.
-    _parameter_constraints = {
-        "n_components": [POSITIVE_INT],
-        "epochs": [Interval(Integral, 0, None, closed="left"), Options(["auto"])],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
-        "max_sampled": [POSITIVE_INT],
-        "max_violators": [POSITIVE_INT],
-        "n_negatives": [POSITIVE_INT],
-        "margin": [Interval(Real, -1, 1, closed="both")],
-        "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
-        "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
-        "temperature": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
-        "init_scale": [Interval(Real, 0, None, closed="left"), Options(["auto"])],
-        "loss": [Options(_LOSSES)],
-        "max_norm": [None, Interval(Real, 0, None, closed="neither")],
-        "random_state": RANDOM_STATE,
-        "learning_schedule": [Options(_SCHEDULES)],
-        "negative_sampling": [Options(_SAMPLING)],
-        "rank_estimator": [Options(_ESTIMATORS)],
-        "sample_order": [Options(_ORDERS)],
-        "early_stopping": ["boolean", Options(["refit", "auto"])],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [POSITIVE_INT],
-        "learning_rate_drop": [Interval(Real, 0, 1, closed="right"), Options(["auto"])],
-        "validation_interval": [POSITIVE_INT, Options(["auto"])],
-        "n_threads": [None, POSITIVE_INT],
-        "identity_features": ["boolean"],
-    }
+    #: Each parameter's allowed values (scikit-learn's convention), declared once in
+    #: :data:`warprec._plan.PARAMETER_CONSTRAINTS` and checked before every fit.
+    _parameter_constraints = PARAMETER_CONSTRAINTS
 
     def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
                  rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
@@ -626,10 +581,10 @@ class WARPFactorizer(FactorRecommender):
         ``loss="ordinal"``.
         """
         self._check_fitted()
-        config = self._check_params()
-        if config["loss_code"] == _train.LOSS_ORDINAL:
-            raise ValueError("fold_in is not available for loss='ordinal'; fit a WARP or BPR "
-                             "model to fold in new users.")
+        config = self._config()
+        if not config.loss.fold_in:
+            raise ValueError(f"fold_in is not available for loss={self.loss!r}; fit a WARP or "
+                             f"BPR model to fold in new users.")
         matrix = as_interaction_matrix(user_items, "user_items")
         if matrix.shape[1] != self.n_items_:
             raise ValueError(f"user_items must have one column per item of the model "
@@ -640,62 +595,42 @@ class WARPFactorizer(FactorRecommender):
         users_out = aligned_full((matrix.shape[0], d), 0.0, np.float32)
         if matrix.nnz == 0:
             return users_out
-        if config["loss_code"] in _train.SPHERE_LOSSES:
+        if config.loss.sphere:
             # cosine rows start at the direction of the sum of the user's items (a zero row
             # has none), which the epochs then refine
             users_out[:] = matrix.astype(bool).astype(np.float32) @ self.item_factors_
-            _unit_rows(users_out)
-        n_threads = config["n_threads"] if matrix.nnz >= FOLD_IN_PARALLEL_FROM else 1
-        indptr = matrix.indptr.astype(np.int64)
-        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
-        filt = _negatives.positive_filter(
-            indptr, matrix.indices, matrix.shape[1],
-            _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
-        positives = _train.Positives(indptr, matrix.indices, users,
-                                     np.ones(matrix.nnz, np.float32), np.zeros(0, np.int64),
-                                     self._negative_cdf(self.train_matrix_, config), filt)
-        weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
-                                           top_fraction=self.top_fraction)
+            unit_rows(users_out)
+        n_threads = config.n_threads if matrix.nnz >= FOLD_IN_PARALLEL_FROM else 1
         seed = int(np.random.default_rng([self.seed_, 3]).integers(0, 2**63 - 1))
-        settings = self._settings(config, weighting, seed)
-        mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
-                           adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           prefetch=False, freeze_items=True, parallel=n_threads > 1,
-                           violators=config["violators"])
+        inputs = kernel_inputs(
+            config, matrix, d, weights=np.ones(matrix.nnz, np.float32),
+            grades=np.zeros(0, np.int64), neg_cdf=self._negative_cdf(self.train_matrix_),
+            settings=self._kernel_settings(config, matrix.shape[1], seed),
+            n_threads=n_threads, freeze_items=True)
         # the item arrays are read, never written, in this mode
         params = _train.Parameters(users_out, self.item_factors_, self.item_biases_,
                                    aligned_full((matrix.shape[0], d), 1.0, np.float32),
                                    self.item_grad_sq_, self.bias_grad_sq_)
-        work = _make_work(mode, n_threads, d, matrix.shape[1], config)
-        order = np.empty(matrix.nnz, np.int64)
-        rows = np.arange(matrix.shape[0], dtype=np.int64)
-        for epoch in range(n_epochs):
-            # row by row, each row's positives in an order of its own: the first row's
-            # draws and order do not depend on the rows after it
-            _order.user_grouped_order(indptr, rows, seed, epoch, order)
-            with kernel_threads(n_threads):
-                ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
-            if not ok:
-                raise DivergenceError(
-                    f"Folding in diverged in epoch {epoch}: an update made a user's factors "
-                    f"NaN or infinite. The model's learning_rate ({self.learning_rate_:.4g}) "
-                    f"or its scores are too large for these rows.", epoch)
+        epoch = fold_in_epochs(inputs, params, n_epochs, seed, n_threads)
+        if epoch is not None:
+            raise DivergenceError(
+                f"Folding in diverged in epoch {epoch}: an update made a user's factors "
+                f"NaN or infinite. The model's learning_rate ({self.learning_rate_:.4g}) "
+                f"or its scores are too large for these rows.", epoch)
         return users_out
 
-    def _settings(self, config, weighting, seed):
-        """The kernel's :class:`~warprec._kernels.train.Settings` of a fit (or fold-in)
-        with the resolved rates, the configuration of ``_check_params`` and the rank
-        weighting, its random streams keyed by ``seed``."""
-        return _train.Settings(
-            learning_rate=np.float32(self.learning_rate_), alpha=np.float32(self.alpha_),
-            max_norm=np.float32(self.max_norm or 0.0), max_sampled=config["max_sampled"],
-            max_violators=config["max_violators"], n_negatives=config["n_negatives"],
-            margin=np.float32(self.margin), negative_weight=np.float32(self.negative_weight_),
-            dropout=np.float32(self.dropout_), temperature=np.float32(self.temperature),
-            kos_k=config["kos_k"],
-            kos_n=config["kos_n"], rank_table=weighting.table,
-            top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
-            seed=seed)
+    def _config(self) -> TrainingConfig:
+        """The checked parameters (:func:`warprec._plan.check_params`)."""
+        return check_params(self.get_params())
+
+    def _kernel_settings(self, config, n_items, seed):
+        """The kernel's settings with the fitted rates and this model's rank weighting
+        over ``n_items`` items, its random streams keyed by ``seed``."""
+        weighting = resolve_rank_weighting(self.rank_weighting, n_items, k=self.k,
+                                           top_fraction=self.top_fraction)
+        return kernel_settings(config, learning_rate=self.learning_rate_, alpha=self.alpha_,
+                               negative_weight=self.negative_weight_, dropout=self.dropout_,
+                               weighting=weighting, seed=seed)
 
     def _reset(self):
         for name in list(vars(self)):
@@ -704,10 +639,10 @@ class WARPFactorizer(FactorRecommender):
 
     def _train(self, X, sample_weight, validation_data, callback, fresh, features,
                refit_epochs=None, refit_drops=()):
-        config = self._check_params()
+        config = self._config()
         if refit_epochs is not None:   # early_stopping="refit"'s second pass
-            config.update(epochs=int(refit_epochs), early_stopping=False,
-                          drop_epochs=dict(refit_drops))   # (epoch, rate) pairs
+            config = replace(config, epochs=int(refit_epochs), early_stopping=False,
+                             drop_epochs=tuple(refit_drops))   # (epoch, rate) pairs
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = self._sample_weights(matrix, sample_weight)
         if fresh:
@@ -724,68 +659,55 @@ class WARPFactorizer(FactorRecommender):
                 self._grow_features(matrix.shape)
                 self._update_features(features)
         self.train_matrix_ = matrix
-        matrix, weights, monitor = self._validation_split(matrix, weights, validation_data,
-                                                          config)
+        matrix, weights, monitor, config = self._validation_split(matrix, weights,
+                                                                  validation_data, config)
         self.learning_rate_ = self._resolve_learning_rate(matrix, fresh)
         self.alpha_ = self._resolve_alpha(matrix, fresh)
         self.negative_weight_ = self._resolve_negative_weight(matrix, fresh)
         self.dropout_ = self._resolve_dropout()
         self.sample_order_ = self._resolve_sample_order(matrix)
-        n_threads = config["n_threads"]
-        # int64 row pointers whatever scipy chose (it downcasts to int32 when the values
-        # fit): one compiled kernel specialisation for every data size
-        indptr = matrix.indptr.astype(np.int64)
-        users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
-        weighting = resolve_rank_weighting(self.rank_weighting, matrix.shape[1], k=self.k,
-                                           top_fraction=self.top_fraction)
-        neg_cdf = self._negative_cdf(matrix, config)
-        filt = _negatives.positive_filter(
-            indptr, matrix.indices, matrix.shape[1],
-            _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
-        positives = _train.Positives(indptr, matrix.indices, users, weights,
-                                     self._grades(matrix, config), neg_cdf, filt)
-        settings = self._settings(config, weighting, self.seed_)
         hybrid = self._hybrid()
-        if hybrid and config["violators"]:
-            raise ValueError("max_violators > 1 is not available with side features yet; "
-                             "set max_violators=1 or fit without features.")
-        mode = _train.Mode(loss=config["loss_code"], exact_rank=config["exact_rank"],
-                           adagrad=config["adagrad"], clip=bool(self.max_norm),
-                           # (the WARP and BPR kernels prefetch; the others have no such mode)
-                           prefetch=(self._outgrows_cache() and not hybrid and config["loss_code"]
-                                     in (_train.LOSS_WARP, _train.LOSS_BPR)),
-                           features=hybrid, parallel=n_threads > 1,
-                           violators=config["violators"])
-        work = _make_work(mode, n_threads, self.user_factors_.shape[1], matrix.shape[1], config)
-        progress = _progress(config["epochs"], self.verbose)
+        inputs = kernel_inputs(
+            config, matrix, self.user_factors_.shape[1], weights=weights,
+            grades=self._grades(matrix, config), neg_cdf=self._negative_cdf(matrix),
+            settings=self._kernel_settings(config, matrix.shape[1], self.seed_),
+            n_threads=config.n_threads, prefetch=self._outgrows_cache(), features=hybrid)
+        if hybrid:
+            # (the feature matrices and their decay shares do not change during a fit:
+            # the hybrid kernel's arguments are converted once)
+            kernel_view = self._feature_parameters()
+            target = Target(self._parameters, lambda: kernel_view, self._represent)
+        else:
+            target = Target(self._parameters,
+                            lambda: _train.Parameters(*self._parameters().values()))
+        progress = progress_bar(config.epochs, self.verbose)
         try:
-            self._epochs(config, matrix, mode, positives, settings, work, progress, callback,
-                         monitor)
+            Trainer(self, config, inputs, target, matrix, monitor).run(callback, progress)
         finally:
             progress.close()
         return self
 
     def _validation_split(self, matrix, weights, validation_data, config):
-        """The positives to train on, their weights, and the validation monitor (None
-        when not validating). Early stopping without ``validation_data`` holds out a
-        seeded share of the positives of (a seeded sample of) the users (the same split
-        for the same X and random_state, in fit and partial_fit). Resolves the "auto"
-        values of ``early_stopping``, ``epochs`` and ``validation_interval`` into
-        ``config``."""
+        """The positives to train on, their weights, the validation monitor (None when not
+        validating) and the configuration with ``early_stopping``, ``epochs`` and
+        ``validation_interval`` resolved. Early stopping without ``validation_data`` holds
+        out a seeded share of the positives of (a seeded sample of) the users (the same
+        split for the same X and random_state, in fit and partial_fit)."""
         self.validation_scores_ = []
         for name in ("best_epoch_", "validation_interval_"):
             if hasattr(self, name):
                 delattr(self, name)
-        stopping = config["early_stopping"]
+        stopping = config.early_stopping
         if stopping == "auto":
             # (a learning-rate drop waits for a validation plateau)
-            stopping = (self._drop_needs_validation()
+            stopping = (drop_needs_validation(self.learning_rate_drop)
                         or _validation.auto_early_stopping(matrix))
-        config["early_stopping"] = self.early_stopping_ = bool(stopping)
+        self.early_stopping_ = bool(stopping)
+        config = replace(config, early_stopping=self.early_stopping_,
+                         epochs=resolve_epochs(config.epochs, stopping))
         self.learning_rate_drop_ = self._resolve_learning_rate_drop()
-        config["epochs"] = _resolve_epochs(config["epochs"], stopping)
         if validation_data is None and not stopping:
-            return matrix, weights, None
+            return matrix, weights, None, config
         n_relevant = None
         if validation_data is None:
             held = _validation.early_stopping_holdout(matrix, float(self.validation_fraction),
@@ -797,114 +719,13 @@ class WARPFactorizer(FactorRecommender):
             n_relevant = np.diff(valid.indptr).astype(np.int64) + extra
         # (the hold-out keeps every user's last positive, so something is left to train on)
         monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
-                                      config["n_threads"], n_relevant)
-        interval = config["validation_interval"]
+                                      config.n_threads, n_relevant)
+        interval = config.validation_interval
         if interval == "auto":
             interval = _validation.check_interval(monitor.users.size, matrix.shape[1],
                                                   matrix.nnz)
-        config["validation_interval"] = self.validation_interval_ = int(interval)
-        return matrix, weights, monitor
-
-    def _epochs(self, config, matrix, mode, positives, settings, work, progress, callback,
-                monitor):
-        """The epoch loop of :meth:`_train`."""
-        best = _validation.BestSnapshot()
-        stopping = monitor is not None and config["early_stopping"]
-        order = None
-        # (the feature matrices and their decay shares do not change during a fit: the
-        # hybrid kernel's arguments are converted once)
-        features = self._feature_parameters() if mode.features else None
-        interval = config["validation_interval"]
-        drops_left = (MAX_LEARNING_RATE_DROPS if stopping and self.learning_rate_drop_ < 1
-                      else 0)
-        settings = self._dropped_rate(settings)
-        for done in range(1, config["epochs"] + 1):
-            epoch = self.epochs_done_
-            if epoch in config["drop_epochs"]:   # the refit's replay of the validated pass
-                self.learning_rate_drops_.append((epoch, config["drop_epochs"][epoch]))
-                settings = self._dropped_rate(settings)
-            order = self._epoch_order(matrix, epoch, order, positives.indptr)
-            params = (features if mode.features
-                      else _train.Parameters(*self._parameters().values()))
-            tic = time.perf_counter()
-            with kernel_threads(config["n_threads"]):
-                ok = _train.train_epoch(mode, params, positives, settings, work, order, epoch)
-            if mode.features:
-                self._represent()
-            seconds = time.perf_counter() - tic
-            if not ok or not self._parameters_usable():
-                what = ("an update made parameters NaN or infinite"
-                        if not ok or not self._parameters_finite() else
-                        "the parameters grew so large that scores overflow float32")
-                raise DivergenceError(
-                    f"Training diverged in epoch {epoch}: {what}. The parameters "
-                    f"stay finite, but do not use them for recommendations. "
-                    f"Lower learning_rate (now {self.learning_rate}"
-                    + (f", {self.learning_rate_:.4g}" if self.learning_rate == "auto" else "")
-                    + ")"
-                    + (", add alpha regularisation" if not self.alpha_ else "")
-                    + (" or use learning_schedule='adagrad'" if not config["adagrad"]
-                       else "")
-                    + (f"; learning_rate * alpha = {self.learning_rate_ * self.alpha_:.3g}"
-                       " >= 1 makes the weight decay grow the factors: lower alpha"
-                       if self.learning_rate_ * self.alpha_ >= 1 else "")
-                    + "; very large init_scale, sample weights or rank weights also "
-                    "cause this.", epoch)
-            info = _epoch_info(epoch, seconds, work.stats)
-            info["learning_rate"] = float(settings.learning_rate)
-            self.epochs_done_ += 1
-            # (a check every ``interval`` epochs of this call, and after its last epoch)
-            checked = monitor is not None and (done % interval == 0
-                                               or done == config["epochs"])
-            if checked:
-                info["validation"] = monitor(self.user_factors_, self.item_factors_,
-                                             self.item_biases_)
-                self.validation_scores_.append(info["validation"])
-                if stopping:
-                    best.offer(info["validation"], self.epochs_done_, self._parameters())
-            self.history_.append(info)
-            progress.update(1)
-            if self.verbose:
-                postfix = dict(loss=f"{info['loss']:.4g}", trials=f"{info['mean_trials']:.2f}")
-                if self.validation_scores_:
-                    postfix[monitor.key] = f"{self.validation_scores_[-1]:.4f}"
-                progress.set_postfix(postfix)
-            log.debug("epoch %d: %s", epoch, info)
-            if callback is not None and callback(self, info) is False:
-                break
-            if checked and stopping and \
-                    self.epochs_done_ - best.epochs >= config["n_iter_no_change"]:
-                if not drops_left:
-                    break
-                # a plateau: on from the best epoch at a lower rate
-                drops_left -= 1
-                self._restore(best, mode)
-                self.learning_rate_drops_.append(
-                    (best.epochs, self._rate_now() * self.learning_rate_drop_))
-                settings = self._dropped_rate(settings)
-        if stopping and best.epochs is not None:
-            self._restore(best, mode)
-            self.best_epoch_ = best.epochs
-            # (a drop after which no epoch scored better is undone with the restore)
-            self.learning_rate_drops_ = [(e, rate) for e, rate in self.learning_rate_drops_
-                                         if e < best.epochs]
-
-    def _restore(self, best, mode):
-        """Back to the parameters of ``best`` (a ``BestSnapshot``) and its epoch count."""
-        best.restore(self._parameters())
-        self.epochs_done_ = best.epochs
-        if mode.features:
-            self._represent()
-
-    def _rate_now(self):
-        """The learning rate after the drops so far: the last drop's, else
-        ``learning_rate_``."""
-        drops = self.learning_rate_drops_
-        return drops[-1][1] if drops else self.learning_rate_
-
-    def _dropped_rate(self, settings):
-        """``settings`` with the learning rate after the drops so far."""
-        return settings._replace(learning_rate=np.float32(self._rate_now()))
+        self.validation_interval_ = int(interval)
+        return matrix, weights, monitor, replace(config, validation_interval=int(interval))
 
     def _parameters(self):
         """The arrays that training updates (and early stopping restores), by name."""
@@ -925,10 +746,7 @@ class WARPFactorizer(FactorRecommender):
     def _initialise_features(self, features, config):
         """Encode the side features (indicator features first) and initialise one
         embedding (and item bias) per feature as ``fit`` initialises factors."""
-        if config["loss_code"] in (_train.LOSS_ORDINAL,) + _train.SPHERE_LOSSES or \
-                config["kos_n"] > 1 or config["exact_rank"] or self.max_norm:
-            raise ValueError("side features are supported with loss='warp' or 'bpr' and the "
-                             "sampled rank estimate, without max_norm.")
+        config.loss.check_features(config.kos_n, config.exact_rank, self.max_norm)
         matrices, names = [], []
         for kind, given, ids, n in (("user", features[0], self.user_ids_,
                                      self.user_factors_.shape[0]),
@@ -1119,11 +937,8 @@ class WARPFactorizer(FactorRecommender):
         if isinstance(self.alpha, str):
             if not fresh and hasattr(self, "alpha_"):
                 return self.alpha_
-            if self.loss in _SPHERE_LOSSES:
-                return 0.0   # (unit rows: a decay would be undone by the normalisation)
-            rate = min(self.learning_rate_, AUTO_ALPHA_LR_CAP)
-            alpha = min(AUTO_ALPHA * rate * matrix.shape[1] / max(matrix.nnz, 1),
-                        AUTO_ALPHA_MAX)
+            alpha = loss_spec(self.loss).auto_alpha(self.learning_rate_, matrix.shape[1],
+                                                    matrix.nnz)
         else:
             alpha = float(self.alpha)
         if self.learning_rate_ * alpha >= 1.0:
@@ -1142,55 +957,31 @@ class WARPFactorizer(FactorRecommender):
             return self.learning_rate_
         per_user = matrix.nnz / max(matrix.shape[0], 1)
         per_item = matrix.nnz / max(matrix.shape[1], 1)
-        if self.loss in _SPHERE_LOSSES:
-            return float(np.clip(CCL_AUTO_LR / per_user, CCL_LR_MIN, CCL_LR_MAX))
-        rate = min(AUTO_LR / per_user, AUTO_LR_ITEM * np.sqrt(per_item))
-        return float(np.clip(rate, AUTO_LR_MIN, AUTO_LR_MAX))
+        return loss_spec(self.loss).auto_learning_rate(per_user, per_item)
 
     def _resolve_negative_weight(self, matrix, fresh):
-        """``loss="ccl"``'s negative weight: ``negative_weight``, or its ``"auto"`` value
-        from the density of the first fit's matrix (kept when training continues)."""
+        """The cosine contrastive loss's negative weight: ``negative_weight``, or its
+        ``"auto"`` value from the density of the first fit's matrix (kept when training
+        continues)."""
         if not isinstance(self.negative_weight, str):
             return float(self.negative_weight)
         if not fresh and hasattr(self, "negative_weight_"):
             return self.negative_weight_
         density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
-        return float(CCL_NEGATIVE_WEIGHT / np.sqrt(density))
-
-    def _drop_needs_validation(self):
-        """Whether ``learning_rate_drop`` is a number below 1 (which needs early
-        stopping; ``"auto"`` follows it)."""
-        return not isinstance(self.learning_rate_drop, str) and self.learning_rate_drop < 1
+        return loss_spec(self.loss).auto_negative_weight(density)
 
     def _resolve_learning_rate_drop(self):
         """The factor of a drop of the learning rate: ``learning_rate_drop``, or its
         ``"auto"`` value (after ``early_stopping_`` is known)."""
         if not isinstance(self.learning_rate_drop, str):
             return float(self.learning_rate_drop)
-        return (CCL_LEARNING_RATE_DROP if self.loss in _SPHERE_LOSSES and self.early_stopping_
-                else 1.0)
+        return loss_spec(self.loss).auto_learning_rate_drop(self.early_stopping_)
 
     def _resolve_dropout(self):
         """The dropout on the user vector: ``dropout``, or its ``"auto"`` value."""
         if not isinstance(self.dropout, str):
             return float(self.dropout)
-        return CCL_DROPOUT if self.loss == "ccl" else 0.0
-
-    def _epoch_order(self, matrix, epoch, out=None, indptr=None):
-        """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
-        (``sample_order_``), written into ``out`` if given (see ``_kernels.order``);
-        ``indptr``: ``matrix.indptr`` as int64, if the caller has it."""
-        if out is None:
-            out = np.empty(matrix.nnz, np.int64)
-        if self.sample_order_ == "users":
-            if indptr is None:
-                indptr = matrix.indptr.astype(np.int64)
-            users = np.empty(matrix.shape[0], np.int64)
-            _order.shuffle(self.seed_, epoch, users)
-            _order.user_grouped_order(indptr, users, self.seed_, epoch, out)
-        else:
-            _order.shuffle(self.seed_, epoch, out)
-        return out
+        return loss_spec(self.loss).auto_dropout()
 
     def _align_parameters(self):
         """Give the parameter arrays cache-line-aligned data (a copy of those without,
@@ -1208,96 +999,14 @@ class WARPFactorizer(FactorRecommender):
         the shape of the training ``matrix``)."""
         if self.sample_order != "auto":
             return self.sample_order
-        if self._outgrows_cache() and not self._long_tail(matrix):
+        if self._outgrows_cache() and not long_tail(loss_spec(self.loss), matrix):
             return "users"
         return "positives"
-
-    def _long_tail(self, matrix):
-        """Whether a WARP loss trains on a long tail of short histories (``LONG_TAIL_*``),
-        where it takes LightFM's order and initial scale."""
-        n_users, n_items = matrix.shape
-        return (self.loss in ("warp", "warp-kos")
-                and matrix.nnz < LONG_TAIL_MAX_PER_ITEM * n_items
-                and matrix.nnz < LONG_TAIL_MAX_PER_USER * n_users)
-
-    def _resolve_init_scale(self, matrix):
-        """``init_scale``, or its ``"auto"`` value for the first fit's ``matrix``."""
-        if not isinstance(self.init_scale, str):
-            return float(self.init_scale)
-        return LONG_TAIL_INIT_SCALE if self._long_tail(matrix) else INIT_SCALE
-
-    def _check_params(self):
-        """Check the parameters; returns the training configuration.
-
-        The declarative pass (``_parameter_constraints``) checks each parameter on its
-        own; the conditional and cross-parameter rules follow as code.
-        """
-        validate_params(self, self._parameter_constraints)
-        if self.negative_sampling == "popularity" and self.loss not in ("bpr", "ccl"):
-            raise ValueError("negative_sampling='popularity' is only available with loss='bpr' "
-                             "or 'ccl': the rank estimates of the WARP and ordinal losses "
-                             "assume uniformly drawn negatives.")
-        if self.loss in _SPHERE_LOSSES:
-            for name, unused in (("rank_estimator", self.rank_estimator != "sampled"),
-                                 ("max_norm", self.max_norm is not None),
-                                 ("alpha", not isinstance(self.alpha, str) and self.alpha > 0)):
-                if unused:
-                    raise ValueError(
-                        f"{name}={getattr(self, name)!r} does not apply to loss="
-                        f"{self.loss!r}: its "
-                        f"rows are kept at unit norm (scores are cosines), so there is no "
-                        f"rank estimate, norm bound or weight decay; leave {name} at its "
-                        f"default.")
-        elif not isinstance(self.dropout, str) and self.dropout > 0:
-            raise ValueError(f"dropout={self.dropout!r} applies to loss='ccl' or 'softmax' "
-                             f"only (got loss={self.loss!r}); leave it at 0.")
-        kos_k, kos_n = 1, 1
-        if self.loss == "ordinal":
-            kos_n = check_positive_int(self.n, "n")
-        if self.loss == "warp-kos":
-            kos_n = check_positive_int(self.n, "n")
-            kos_k = check_positive_int(5 if self.k is None else self.k, "k")
-            if kos_k > kos_n:
-                raise ValueError(f"k-OS needs k <= n (got k={kos_k}, n={kos_n}).")
-        if self.rank_estimator == "exact" and self.loss in ("bpr", "ordinal"):
-            raise ValueError("rank_estimator='exact' applies to the WARP losses, not to "
-                             f"{self.loss!r}.")
-        if self.max_violators > 1:
-            if self.loss not in ("warp", "warp-kos") or self.rank_estimator != "sampled":
-                raise ValueError(f"max_violators > 1 applies to the WARP losses with "
-                                 f"rank_estimator='sampled' (got loss={self.loss!r}, "
-                                 f"rank_estimator={self.rank_estimator!r}); set it to 1.")
-            if self.max_violators > self.max_sampled:
-                raise ValueError(f"max_violators ({self.max_violators}) cannot exceed "
-                                 f"max_sampled ({self.max_sampled}): the violators are found "
-                                 f"among the max_sampled draws.")
-        _validation.parse_metric(self.validation_metric)
-        if self._drop_needs_validation() and self.early_stopping is False:
-            raise ValueError(f"learning_rate_drop={self.learning_rate_drop!r} drops the rate "
-                             f"when the validation score stops improving, which needs early "
-                             f"stopping: set early_stopping=True, 'refit' or 'auto', or "
-                             f"learning_rate_drop='auto' or 1.0.")
-        return dict(n_iter_no_change=int(self.n_iter_no_change), d=int(self.n_components),
-                    epochs=self.epochs, early_stopping=self.early_stopping,
-                    validation_interval=self.validation_interval,
-                    max_sampled=int(self.max_sampled),
-                    max_violators=int(self.max_violators), violators=self.max_violators > 1,
-                    n_negatives=int(self.n_negatives),
-                    exact_rank=self.rank_estimator == "exact",
-                    loss_code=_LOSSES[self.loss], kos_k=kos_k, kos_n=kos_n,
-                    adagrad=self.learning_schedule == "adagrad",
-                    drop_epochs={}, n_threads=resolve_threads(self.n_threads))
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,
         in its index space extended by any new users and items of ``X``."""
-        matrix, user_ids, item_ids = fit_input(X)
-        if matrix.shape[0] == 0 or matrix.shape[1] == 0:
-            raise ValueError(f"X has shape {matrix.shape}: it needs at least one user and one "
-                             "item.")
-        if matrix.nnz == 0:
-            raise ValueError("X holds no positive interaction (all entries are zero); "
-                             "nothing to learn from.")
+        matrix, user_ids, item_ids = training_input(X)
         if not fresh:
             matrix, user_ids, item_ids = self._extend_index_space(matrix, user_ids, item_ids)
         if matrix.shape[1] >= 2**31 - 1:
@@ -1348,9 +1057,9 @@ class WARPFactorizer(FactorRecommender):
             old = getattr(self, name)
             setattr(self, name, aligned_full((old.shape[0] + len(fresh),) + old.shape[1:],
                                              np.concatenate([old, fresh.astype(f32)]), f32))
-        if self.loss in _SPHERE_LOSSES:   # new rows on the sphere too
-            _unit_rows(self.user_factors_[n_users:])
-            _unit_rows(self.item_factors_[n_items:])
+        if loss_spec(self.loss).sphere:   # new rows on the sphere too
+            unit_rows(self.user_factors_[n_users:])
+            unit_rows(self.item_factors_[n_items:])
         self.user_ids_, self.item_ids_ = user_ids, item_ids
 
     def _sample_weights(self, matrix, sample_weight):
@@ -1389,7 +1098,7 @@ class WARPFactorizer(FactorRecommender):
         return w.astype(np.float32)
 
     def _grades(self, matrix, config):
-        if config["loss_code"] != _train.LOSS_ORDINAL:
+        if config.loss.code != _train.LOSS_ORDINAL:
             return np.zeros(0, dtype=np.int64)
         grades = np.rint(matrix.data).astype(np.int64)
         if not np.allclose(grades, matrix.data) or grades.min() < 1:
@@ -1398,7 +1107,7 @@ class WARPFactorizer(FactorRecommender):
                              "Scale half-star ratings by 2 first.")
         return grades
 
-    def _negative_cdf(self, matrix, config):
+    def _negative_cdf(self, matrix):
         if self.negative_sampling != "popularity":
             return np.zeros(0, dtype=np.float64)
         counts = np.bincount(matrix.indices, minlength=matrix.shape[1]).astype(np.float64) + 1.0
@@ -1407,10 +1116,10 @@ class WARPFactorizer(FactorRecommender):
 
     def _initialise(self, matrix, user_ids, item_ids, config):
         n_users, n_items = matrix.shape
-        d = config["d"]
+        d = config.d
         rng = np.random.default_rng(self.random_state)
         self.seed_ = _draw_seed(rng)
-        self.init_scale_ = self._resolve_init_scale(matrix)
+        self.init_scale_ = resolve_init_scale(self.init_scale, config.loss, matrix)
         scale = self.init_scale_ / np.sqrt(d)
         # cache-line-aligned parameters (see warprec._kernels.aligned)
         f32 = np.float32
@@ -1418,9 +1127,9 @@ class WARPFactorizer(FactorRecommender):
                                           f32)
         self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
                                           f32)
-        if config["loss_code"] in _train.SPHERE_LOSSES:   # every row is kept at unit norm
-            _unit_rows(self.user_factors_)
-            _unit_rows(self.item_factors_)
+        if config.loss.sphere:   # every row is kept at unit norm
+            unit_rows(self.user_factors_)
+            unit_rows(self.item_factors_)
         self.item_biases_ = aligned_full(n_items, 0.0, f32)
         self.user_grad_sq_ = aligned_full((n_users, d), 1.0, f32)
         self.item_grad_sq_ = aligned_full((n_items, d), 1.0, f32)
@@ -1680,36 +1389,6 @@ def _draw_seed(rng):
     return int(rng.integers(0, 2**63 - 1))
 
 
-def _resolve_epochs(epochs, early_stopping):
-    """The epoch count (with early stopping, the maximum) that ``epochs`` means for a fit
-    with or without early stopping."""
-    if epochs == "auto":
-        return AUTO_EPOCHS_EARLY_STOPPING if early_stopping else AUTO_EPOCHS
-    return int(epochs)
-
-
-def _make_work(mode, n_threads, d, n_items, config):
-    """The kernel's work arrays (``_train.make_work``), or a ValueError that names the
-    parameter when they do not fit in memory (their rows hold ``max_sampled`` entries)."""
-    # (the softmax keeps a sample's draws in the rows of max_sampled entries)
-    entries = (config["n_negatives"] if mode.loss == _train.LOSS_SOFTMAX
-               else config["max_sampled"])
-    try:
-        return _train.make_work(mode, n_threads, d, n_items, entries, config["kos_n"])
-    except MemoryError:
-        raise ValueError(
-            f"max_sampled={config['max_sampled']} is too large: the training kernel's work "
-            f"arrays hold max_sampled entries per thread and do not fit in memory. Lower "
-            f"max_sampled (a few hundred draws estimate ranks among catalogues of tens of "
-            f"thousands of items).") from None
-
-
-def _unit_rows(matrix):
-    """Rescale the non-zero rows of a float32 matrix to unit norm, in place."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-
-
 def _decay_share(features):
     """Per feature column: ``1 / sqrt(m)`` with ``m`` the number of rows that have it (1
     for indicator and unused columns); see ``_kernels/features.py``."""
@@ -1729,31 +1408,3 @@ def _extend_ids(known, ids, kind):
     new = index < 0
     index[new] = len(known) + np.arange(int(new.sum()))
     return np.concatenate([known, ids[new]]), index
-
-
-def _epoch_info(epoch, seconds, stats):
-    # summed in Python: right after an epoch the caches hold the epoch's data, and a numpy
-    # reduction's setup, run from cold caches, costs more than summing the few values
-    total = [sum(column) for column in zip(*stats.tolist())]
-    samples = total[_train.STAT_SAMPLES]
-    n = max(samples, 1)
-    return dict(epoch=int(epoch), seconds=float(seconds),
-                loss=total[_train.STAT_LOSS] / n, rank_loss=total[_train.STAT_RANK_LOSS] / n,
-                updates=int(total[_train.STAT_UPDATES]),
-                mean_trials=total[_train.STAT_TRIALS] / n,
-                samples=int(samples))
-
-
-class _NoProgress:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(total, verbose):
-    if not verbose:
-        return _NoProgress()
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc="warprec fit", unit="epoch")

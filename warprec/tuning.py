@@ -34,8 +34,8 @@ import numpy as np
 
 from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
-from ._kernels.config import (FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN,
-                              TUNE_SWITCH_Z)
+from ._plan import check_params, resolve_epochs, training_input
+from ._defaults import FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN, TUNE_SWITCH_Z
 from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
@@ -335,7 +335,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     budget, fraction = float(time_budget), float(validation_fraction)
     max_epochs, patience = int(max_epochs), int(n_iter_no_change)
 
-    matrix, user_ids, item_ids = WARPFactorizer()._fit_input(X, True)
+    matrix, user_ids, item_ids = training_input(X)
     space = _check_space(SEARCH_SPACE if search_space is None else search_space,
                          matrix.shape[1])
     # the split of every trial's early stopping (they all have random_state=seed)
@@ -466,7 +466,7 @@ class _Search:
 
     def __init__(self, *, full, train, valid, refit, space, seed, metric, fraction,
                  max_epochs, patience, n_threads, start, budget, progress):
-        from .model import WARPFactorizer, _resolve_epochs
+        from .model import WARPFactorizer
 
         self.full, self.train, self.valid, self.refit = full, train, valid, refit
         # large data: the estimator's checks (every validation_interval_ epochs); small
@@ -501,9 +501,9 @@ class _Search:
         self.out_of_time = False     # a trial was stopped, or work skipped, for the budget
         # the defaults' epochs without early stopping (the budget's estimates and the
         # refit of a defaults trial the budget ended)
-        self.default_epochs = _resolve_epochs(defaults["epochs"], early_stopping=False)
+        self.default_epochs = resolve_epochs(defaults["epochs"], early_stopping=False)
         # the defaults trial's last cap: the defaults' own maximum with early stopping
-        self.default_max_epochs = min(max_epochs, _resolve_epochs(defaults["epochs"],
+        self.default_max_epochs = min(max_epochs, resolve_epochs(defaults["epochs"],
                                                                   early_stopping=True))
         self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
@@ -998,7 +998,7 @@ def _check_sub_space(space, n_items, where):
         for value, loss in itertools.product(values, [None] if name == "loss" else losses):
             try:
                 model = WARPFactorizer(**{"loss": loss, name: value} if loss else {name: value})
-                model._check_params()
+                check_params(model.get_params())
                 if name == "rank_weighting":
                     resolve_rank_weighting(value, n_items, k=model.k,
                                            top_fraction=model.top_fraction)
@@ -1012,7 +1012,7 @@ def _valid_loss(value):
     from .model import WARPFactorizer
 
     try:
-        WARPFactorizer(loss=value)._check_params()
+        check_params(WARPFactorizer(loss=value).get_params())
     except (TypeError, ValueError):
         return False
     return True

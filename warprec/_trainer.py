@@ -1,0 +1,346 @@
+"""The trainer: the kernel's inputs built in one place, and the epoch loop.
+
+:func:`kernel_inputs` turns training positives and a :class:`~warprec._plan.TrainingConfig`
+into the training kernel's typed tuples (``warprec._kernels.train``); ``fit``,
+``partial_fit``, ``fold_in`` and the tests that drive the kernel build them here and
+nowhere else. :class:`Trainer` runs the epochs of a fit: the epoch order, the kernel call
+on the model's threads, the divergence check, the history, validation checks, early
+stopping with its best-epoch restore, learning-rate drops on a plateau, the callback and the
+progress bar.
+
+The trainer works on the estimator's public fitted attributes (``epochs_done_``,
+``history_``, ``validation_scores_``, ``learning_rate_drops_``, ``best_epoch_``, the factor
+arrays) and on a :class:`Target` the estimator hands it: the arrays an epoch updates and how
+to refresh derived arrays after an update (the hybrid model's sums of feature rows).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation
+from ._defaults import MAX_LEARNING_RATE_DROPS
+from ._kernels import negatives as _negatives
+from ._kernels import order as _order
+from ._kernels import train as _train
+from ._kernels.scores import score_bound
+from ._plan import TrainingConfig
+from ._threads import kernel_threads
+from .exceptions import DivergenceError
+from .weights import RankWeighting
+
+__all__ = ["KernelInputs", "Target", "Trainer", "kernel_inputs", "kernel_settings",
+           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows"]
+
+log = logging.getLogger(__name__)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class KernelInputs:
+    """Everything one training-kernel call takes but the parameters and the order."""
+
+    mode: _train.Mode
+    positives: _train.Positives
+    settings: _train.Settings
+    work: _train.Work
+
+
+def kernel_positives(matrix: sp.csr_matrix, weights: np.ndarray, grades: np.ndarray,
+                     neg_cdf: np.ndarray) -> _train.Positives:
+    """The kernel's view of CSR training positives (int64 row pointers whatever scipy
+    chose, so that every data size runs one compiled specialisation)."""
+    indptr = matrix.indptr.astype(np.int64)
+    users = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(indptr))
+    filt = _negatives.positive_filter(
+        indptr, matrix.indices, matrix.shape[1],
+        _negatives.filter_words(matrix.shape[0], matrix.shape[1]))
+    return _train.Positives(indptr, matrix.indices, users, weights, grades, neg_cdf, filt)
+
+
+def kernel_settings(config: TrainingConfig, *, learning_rate: float, alpha: float,
+                    negative_weight: float, dropout: float, weighting: RankWeighting,
+                    seed: int) -> _train.Settings:
+    """The kernel's :class:`~warprec._kernels.train.Settings` of a fit (or fold-in): the
+    resolved rates, the configuration and the rank weighting, its random streams keyed by
+    ``seed``."""
+    return _train.Settings(
+        learning_rate=np.float32(learning_rate), alpha=np.float32(alpha),
+        max_norm=np.float32(config.max_norm), max_sampled=config.max_sampled,
+        max_violators=config.max_violators, n_negatives=config.n_negatives,
+        margin=np.float32(config.margin), negative_weight=np.float32(negative_weight),
+        dropout=np.float32(dropout), temperature=np.float32(config.temperature),
+        kos_k=config.kos_k, kos_n=config.kos_n, rank_table=weighting.table,
+        top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
+        seed=seed)
+
+
+def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
+                  weights: np.ndarray, grades: np.ndarray, neg_cdf: np.ndarray,
+                  settings: _train.Settings, n_threads: int, prefetch: bool = False,
+                  features: bool = False, freeze_items: bool = False) -> KernelInputs:
+    """The kernel's mode, positives, settings and work arrays for training factors of
+    ``d`` components on ``matrix`` with ``n_threads`` threads (``prefetch``: the
+    parameters outgrow the caches; ``features``: the hybrid kernel; ``freeze_items``:
+    fold-in, the item side read only)."""
+    spec = config.loss
+    if features and config.violators:
+        raise ValueError("max_violators > 1 is not available with side features yet; "
+                         "set max_violators=1 or fit without features.")
+    mode = _train.Mode(loss=spec.code, exact_rank=config.exact_rank, adagrad=config.adagrad,
+                       clip=bool(config.max_norm),
+                       prefetch=prefetch and spec.prefetch and not features,
+                       freeze_items=freeze_items, features=features, parallel=n_threads > 1,
+                       violators=config.violators)
+    positives = kernel_positives(matrix, weights, grades, neg_cdf)
+    try:
+        work = _train.make_work(mode, n_threads, d, matrix.shape[1],
+                                config.work_entries, config.kos_n)
+    except MemoryError:
+        raise ValueError(
+            f"max_sampled={config.max_sampled} is too large: the training kernel's work "
+            f"arrays hold max_sampled entries per thread and do not fit in memory. Lower "
+            f"max_sampled (a few hundred draws estimate ranks among catalogues of tens of "
+            f"thousands of items).") from None
+    return KernelInputs(mode, positives, settings, work)
+
+
+def epoch_order(sample_order: str, matrix: sp.csr_matrix, seed: int, epoch: int,
+                out: np.ndarray | None = None, indptr: np.ndarray | None = None) -> np.ndarray:
+    """Positions of ``matrix``'s positives in the order epoch ``epoch`` visits them
+    (``"positives"`` or ``"users"``, see ``_kernels.order``), written into ``out`` if given;
+    ``indptr``: ``matrix.indptr`` as int64, if the caller has it."""
+    if out is None:
+        out = np.empty(matrix.nnz, np.int64)
+    if sample_order == "users":
+        if indptr is None:
+            indptr = matrix.indptr.astype(np.int64)
+        users = np.empty(matrix.shape[0], np.int64)
+        _order.shuffle(seed, epoch, users)
+        _order.user_grouped_order(indptr, users, seed, epoch, out)
+    else:
+        _order.shuffle(seed, epoch, out)
+    return out
+
+
+def fold_in_epochs(inputs: KernelInputs, params: _train.Parameters, n_epochs: int, seed: int,
+                   n_threads: int) -> int | None:
+    """Fold-in's epochs: row by row, each row's positives in an order of its own (so that
+    the first row's draws and order do not depend on the rows after it); returns the
+    epoch that diverged, or None."""
+    indptr = inputs.positives.indptr
+    n_rows = indptr.size - 1
+    order = np.empty(inputs.positives.indices.size, np.int64)
+    rows = np.arange(n_rows, dtype=np.int64)
+    for epoch in range(n_epochs):
+        _order.user_grouped_order(indptr, rows, seed, epoch, order)
+        with kernel_threads(n_threads):
+            ok = _train.train_epoch(inputs.mode, params, inputs.positives, inputs.settings,
+                                    inputs.work, order, epoch)
+        if not ok:
+            return epoch
+    return None
+
+
+def finite(U: np.ndarray, V: np.ndarray, b: np.ndarray) -> bool:
+    """Whether factors and biases are all finite."""
+    return bool(np.isfinite(U).all() and np.isfinite(V).all() and np.isfinite(b).all())
+
+
+def usable(U: np.ndarray, V: np.ndarray, b: np.ndarray) -> bool:
+    """Finite parameters whose float32 scores cannot overflow: the bound ``d max|U| max|V|
+    + max|b|`` on ``|f(u, i)|`` is below float32's maximum (a NaN or infinite parameter
+    makes the bound NaN or inf, which never compares below it)."""
+    U, V, b = (np.ascontiguousarray(a, dtype=np.float32) for a in (U, V, b))
+    return float(score_bound(U, V, b)) < _F32_MAX
+
+
+def unit_rows(matrix: np.ndarray) -> None:
+    """Rescale the non-zero rows of a float32 matrix to unit norm, in place."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the trainer trains: ``arrays()`` the arrays an epoch updates, by fitted
+    attribute name (what early stopping snapshots and restores); ``parameters()`` the
+    kernel's view of them; ``refresh()`` recomputes derived arrays after they change (the
+    hybrid model's factors as sums of feature rows), None when there are none."""
+
+    arrays: Callable[[], dict[str, np.ndarray]]
+    parameters: Callable[[], Any]
+    refresh: Callable[[], None] | None = None
+
+
+class Trainer:
+    """The epoch loop of a fit: ``config.epochs`` epochs (fewer with early stopping or a
+    callback that returns False) on ``model``.
+
+    Parameters
+    ----------
+    model : WARPFactorizer
+        Its fitted attributes are read and updated as training goes (a callback sees the
+        model of the epoch just trained).
+    config : TrainingConfig
+        With ``epochs``, ``early_stopping`` and ``validation_interval`` resolved.
+    inputs : KernelInputs
+    target : Target
+    matrix : scipy.sparse.csr_matrix
+        The positives trained on (after any validation hold-out).
+    monitor : warprec._validation.Monitor or None
+        Scores the validation positives; None without validation.
+    """
+
+    def __init__(self, model: Any, config: TrainingConfig, inputs: KernelInputs,
+                 target: Target, matrix: sp.csr_matrix,
+                 monitor: _validation.Monitor | None) -> None:
+        self.model, self.config, self.inputs = model, config, inputs
+        self.target, self.matrix, self.monitor = target, matrix, monitor
+
+    def run(self, callback: Callable[[Any, dict], Any] | None, progress: Any) -> None:
+        """Train; raises :class:`~warprec.exceptions.DivergenceError` on divergence."""
+        model, config, monitor = self.model, self.config, self.monitor
+        inputs = self.inputs
+        best = _validation.BestSnapshot()
+        stopping = monitor is not None and bool(config.early_stopping)
+        order = None
+        interval = config.validation_interval   # (an int when there is a monitor)
+        drops_left = (MAX_LEARNING_RATE_DROPS if stopping and model.learning_rate_drop_ < 1
+                      else 0)
+        replay = dict(config.drop_epochs)
+        settings = self._dropped_rate(inputs.settings)
+        for done in range(1, int(config.epochs) + 1):
+            epoch = model.epochs_done_
+            if epoch in replay:   # the refit's replay of the validated pass
+                model.learning_rate_drops_.append((epoch, replay[epoch]))
+                settings = self._dropped_rate(settings)
+            order = epoch_order(model.sample_order_, self.matrix, model.seed_, epoch, order,
+                                inputs.positives.indptr)
+            params = self.target.parameters()
+            tic = time.perf_counter()
+            with kernel_threads(config.n_threads):
+                ok = _train.train_epoch(inputs.mode, params, inputs.positives, settings,
+                                        inputs.work, order, epoch)
+            if self.target.refresh is not None:
+                self.target.refresh()
+            seconds = time.perf_counter() - tic
+            if not ok or not usable(model.user_factors_, model.item_factors_,
+                                    model.item_biases_):
+                raise self._divergence(epoch, ok)
+            info = epoch_info(epoch, seconds, inputs.work.stats)
+            info["learning_rate"] = float(settings.learning_rate)
+            model.epochs_done_ += 1
+            # (a check every ``interval`` epochs of this call, and after its last epoch)
+            checked = monitor is not None and (done % int(interval) == 0
+                                               or done == config.epochs)
+            if checked:
+                info["validation"] = monitor(model.user_factors_, model.item_factors_,
+                                             model.item_biases_)
+                model.validation_scores_.append(info["validation"])
+                if stopping:
+                    best.offer(info["validation"], model.epochs_done_, self.target.arrays())
+            model.history_.append(info)
+            progress.update(1)
+            if model.verbose:
+                postfix = dict(loss=f"{info['loss']:.4g}",
+                               trials=f"{info['mean_trials']:.2f}")
+                if model.validation_scores_:
+                    postfix[monitor.key] = f"{model.validation_scores_[-1]:.4f}"
+                progress.set_postfix(postfix)
+            log.debug("epoch %d: %s", epoch, info)
+            if callback is not None and callback(model, info) is False:
+                break
+            if checked and stopping and \
+                    model.epochs_done_ - best.epochs >= config.n_iter_no_change:
+                if not drops_left:
+                    break
+                # a plateau: on from the best epoch at a lower rate
+                drops_left -= 1
+                self._restore(best)
+                model.learning_rate_drops_.append(
+                    (best.epochs, self._rate_now() * model.learning_rate_drop_))
+                settings = self._dropped_rate(settings)
+        if stopping and best.epochs is not None:
+            self._restore(best)
+            model.best_epoch_ = best.epochs
+            # (a drop after which no epoch scored better is undone with the restore)
+            model.learning_rate_drops_ = [(e, rate) for e, rate in model.learning_rate_drops_
+                                          if e < best.epochs]
+
+    def _restore(self, best: _validation.BestSnapshot) -> None:
+        """Back to the arrays of ``best`` and its epoch count."""
+        best.restore(self.target.arrays())
+        self.model.epochs_done_ = best.epochs
+        if self.target.refresh is not None:
+            self.target.refresh()
+
+    def _rate_now(self) -> float:
+        """The learning rate after the drops so far: the last drop's, else
+        ``learning_rate_``."""
+        drops = self.model.learning_rate_drops_
+        return drops[-1][1] if drops else self.model.learning_rate_
+
+    def _dropped_rate(self, settings: _train.Settings) -> _train.Settings:
+        """``settings`` with the learning rate after the drops so far."""
+        return settings._replace(learning_rate=np.float32(self._rate_now()))
+
+    def _divergence(self, epoch: int, ok: bool) -> DivergenceError:
+        model = self.model
+        what = ("an update made parameters NaN or infinite"
+                if not ok or not finite(model.user_factors_, model.item_factors_,
+                                        model.item_biases_) else
+                "the parameters grew so large that scores overflow float32")
+        return DivergenceError(
+            f"Training diverged in epoch {epoch}: {what}. The parameters "
+            f"stay finite, but do not use them for recommendations. "
+            f"Lower learning_rate (now {model.learning_rate}"
+            + (f", {model.learning_rate_:.4g}" if model.learning_rate == "auto" else "")
+            + ")"
+            + (", add alpha regularisation" if not model.alpha_ else "")
+            + (" or use learning_schedule='adagrad'" if not self.config.adagrad else "")
+            + (f"; learning_rate * alpha = {model.learning_rate_ * model.alpha_:.3g}"
+               " >= 1 makes the weight decay grow the factors: lower alpha"
+               if model.learning_rate_ * model.alpha_ >= 1 else "")
+            + "; very large init_scale, sample weights or rank weights also "
+            "cause this.", epoch)
+
+
+def epoch_info(epoch: int, seconds: float, stats: np.ndarray) -> dict[str, Any]:
+    """An epoch's ``history_`` entry from the kernel's per-thread statistics."""
+    # summed in Python: right after an epoch the caches hold the epoch's data, and a numpy
+    # reduction's setup, run from cold caches, costs more than summing the few values
+    total = [sum(column) for column in zip(*stats.tolist())]
+    samples = total[_train.STAT_SAMPLES]
+    n = max(samples, 1)
+    return dict(epoch=int(epoch), seconds=float(seconds),
+                loss=total[_train.STAT_LOSS] / n, rank_loss=total[_train.STAT_RANK_LOSS] / n,
+                updates=int(total[_train.STAT_UPDATES]),
+                mean_trials=total[_train.STAT_TRIALS] / n,
+                samples=int(samples))
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+    def set_postfix(self, postfix: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, verbose: bool) -> Any:
+    """A tqdm bar over ``total`` epochs when ``verbose``, else a silent stand-in."""
+    if not verbose:
+        return _NoProgress()
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc="warprec fit", unit="epoch")

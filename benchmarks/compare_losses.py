@@ -36,7 +36,7 @@ OPTIONS = [
     ("WARP harmonic, tuned", dict(TUNED_PARAMS), [TUNED_PARAMS["learning_rate"]]),
     ("WARP harmonic, exact rank", dict(rank_estimator="exact", epochs=15), [0.02, 0.05]),
     ("WARP auc", dict(rank_weighting="auc"), [0.005, 0.02, 0.05]),
-    ("WARP precision@10", dict(rank_weighting="precision@k", k=10), [0.02, 0.05]),
+    ("WARP precision@10", dict(rank_weighting="precision@10"), [0.02, 0.05]),
     ("WARP precision@1", dict(rank_weighting="precision@1"), [0.05, 0.1]),
     ("WARP log (LightFM's)", dict(rank_weighting="log"), [0.02, 0.05]),
     ("OWPC mean rank", dict(rank_weighting="owpc-mean"), [0.5, 2.0]),

@@ -15,7 +15,7 @@ from warprec._kernels.features import FeatureParameters
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate_factors
-from warprec.model import _decay_share
+from warprec._hybrid import decay_share
 from warprec.weights import resolve_rank_weighting
 
 
@@ -25,7 +25,7 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
     fparams = FeatureParameters(
         FU.indptr.astype(np.int64), FU.indices.astype(np.int32), FU.data,
         FI.indptr.astype(np.int64), FI.indices.astype(np.int32), FI.data,
-        EU, EI, c, GU, GI, Gc, _decay_share(FU), _decay_share(FI))
+        EU, EI, c, GU, GI, Gc, decay_share(FU), decay_share(FI))
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users,
                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.zeros(0),

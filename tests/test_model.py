@@ -266,7 +266,7 @@ def test_model_pickles(fitted):
     dict(loss="bpr", negative_sampling="popularity", learning_rate=0.05),
     dict(rank_estimator="exact"),
     dict(rank_weighting="owpc-harmonic", learning_rate=0.5),
-    dict(rank_weighting="precision@k", k=5),
+    dict(rank_weighting="precision@5"),
     dict(learning_schedule="sgd", learning_rate=0.01, max_norm=2.0),
     dict(sample_order="users"),
     dict(sample_order="users", loss="ordinal", n=3),
@@ -437,3 +437,14 @@ def test_auto_learning_rate_follows_the_positives_per_user_and_item():
         X).learning_rate_ == 0.07
     with pytest.raises(ValueError, match="learning_rate must be a number > 0 or 'auto'"):
         WARPFactorizer(learning_rate="fast").fit(X)
+
+
+def test_precision_at_k_with_k_is_deprecated_for_the_cut_off_in_the_name():
+    """``k`` is k-OS's order statistic; the precision cut-off moves into the name (one name
+    per concept), with a FutureWarning for one minor version and the same weights."""
+    X = make_interactions(60, 40, 600, random_state=0)
+    kw = dict(n_components=4, epochs=1, n_threads=1)
+    with pytest.warns(FutureWarning, match="'precision@3'"):
+        old = WARPFactorizer(rank_weighting="precision@k", k=3, **kw).fit(X)
+    new = WARPFactorizer(rank_weighting="precision@3", **kw).fit(X)
+    np.testing.assert_array_equal(old.user_factors_, new.user_factors_)

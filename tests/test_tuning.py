@@ -155,7 +155,7 @@ def test_large_data_keeps_the_chosen_trials_model(large, monkeypatch):
     import numpy as np
 
     from warprec import _validation
-    from warprec.model import _draw_seed
+    from warprec._state import draw_seed
 
     fits = []
     original = WARPFactorizer.fit
@@ -177,7 +177,7 @@ def test_large_data_keeps_the_chosen_trials_model(large, monkeypatch):
                                                 random_state=0).get_params()
     # the model is the best epoch's: it scores the best validation score on the split
     matrix = large.tocsr()
-    held = _validation.early_stopping_holdout(matrix, 0.1, _draw_seed(np.random.default_rng(0)))
+    held = _validation.early_stopping_holdout(matrix, 0.1, draw_seed(np.random.default_rng(0)))
     rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
     assert 0 < np.unique(rows[held]).size <= 10_000
     monitor = _validation.Monitor(_validation.select(matrix, held),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -24,9 +25,12 @@ from ._defaults import (AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING, INIT_SCALE,
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, Options, validate_params
 from ._loss_specs import LOSSES, LossSpec, loss_spec
 from ._threads import resolve_threads
+from .exceptions import WarprecWarning
 
 __all__ = ["PARAMETER_CONSTRAINTS", "TrainingConfig", "check_params", "resolve_epochs",
-           "long_tail", "resolve_init_scale", "training_input"]
+           "long_tail", "resolve_init_scale", "training_input", "resolve_learning_rate",
+           "resolve_alpha", "resolve_negative_weight", "resolve_dropout",
+           "resolve_learning_rate_drop", "resolve_sample_order"]
 
 EarlyStopping = bool | Literal["refit", "auto"]
 SCHEDULES = ("adagrad", "sgd")
@@ -119,6 +123,13 @@ def check_params(params: dict[str, Any]) -> TrainingConfig:
     validate_params(params, PARAMETER_CONSTRAINTS)
     spec = loss_spec(params["loss"])
     kos_k, kos_n = spec.check(params)
+    weighting = params["rank_weighting"]
+    if isinstance(weighting, str) and weighting.strip().lower() == "precision@k" \
+            and params["k"] is not None:
+        warnings.warn(f"rank_weighting='precision@k' with k={params['k']!r} is deprecated and "
+                      f"will stop working in warprec 0.3: write rank_weighting="
+                      f"'precision@{params['k']}' (k is then only k-OS's order statistic).",
+                      FutureWarning, stacklevel=4)
     _validation.parse_metric(params["validation_metric"])
     drop = params["learning_rate_drop"]
     if drop_needs_validation(drop) and params["early_stopping"] is False:
@@ -185,3 +196,73 @@ def training_input(X: Any) -> tuple[sp.csr_matrix, np.ndarray | None, np.ndarray
     if matrix.shape[1] >= 2**31 - 1:
         raise ValueError("warprec supports fewer than 2**31 - 1 items.")
     return matrix, user_ids, item_ids
+
+
+def resolve_learning_rate(value: float | str, spec: LossSpec, matrix: sp.csr_matrix,
+                          kept: float | None = None) -> float:
+    """The learning rate to train with: ``value``, or its ``"auto"`` value from the
+    positives per user and per item (``kept``, the first fit's, when training
+    continues)."""
+    if not isinstance(value, str):
+        return float(value)
+    if kept is not None:
+        return kept
+    per_user = matrix.nnz / max(matrix.shape[0], 1)
+    per_item = matrix.nnz / max(matrix.shape[1], 1)
+    return spec.auto_learning_rate(per_user, per_item)
+
+
+def resolve_alpha(value: float | str, spec: LossSpec, learning_rate: float,
+                  matrix: sp.csr_matrix, kept: float | None = None) -> float:
+    """The weight decay to train with: ``value``, or its ``"auto"`` value (``kept``, the
+    first fit's, when training continues, so that partial_fit does not change it). Warns
+    when ``learning_rate * alpha >= 1``, where the decay flips signs."""
+    if isinstance(value, str):
+        if kept is not None:
+            return kept
+        alpha = spec.auto_alpha(learning_rate, matrix.shape[1], matrix.nnz)
+    else:
+        alpha = float(value)
+    if learning_rate * alpha >= 1.0:
+        warnings.warn(f"learning_rate * alpha = {learning_rate * alpha:.3g} >= 1: every "
+                      "update multiplies the touched factor rows by 1 - learning_rate * "
+                      "alpha <= 0, which flips their sign instead of shrinking them. Lower "
+                      "alpha or learning_rate.", WarprecWarning, stacklevel=4)
+    return alpha
+
+
+def resolve_negative_weight(value: float | str, spec: LossSpec, matrix: sp.csr_matrix,
+                            kept: float | None = None) -> float:
+    """The cosine contrastive loss's negative weight: ``value``, or its ``"auto"`` value
+    from the density of the first fit's matrix (``kept`` when training continues)."""
+    if not isinstance(value, str):
+        return float(value)
+    if kept is not None:
+        return kept
+    density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
+    return spec.auto_negative_weight(density)
+
+
+def resolve_dropout(value: float | str, spec: LossSpec) -> float:
+    """The dropout on the user vector: ``value``, or its ``"auto"`` value."""
+    return float(value) if not isinstance(value, str) else spec.auto_dropout()
+
+
+def resolve_learning_rate_drop(value: float | str, spec: LossSpec,
+                               early_stopping: bool) -> float:
+    """The factor of a drop of the learning rate: ``value``, or its ``"auto"`` value for a
+    fit with or without early stopping."""
+    if not isinstance(value, str):
+        return float(value)
+    return spec.auto_learning_rate_drop(early_stopping)
+
+
+def resolve_sample_order(value: str, spec: LossSpec, matrix: sp.csr_matrix,
+                         outgrows_cache: bool) -> str:
+    """``sample_order``, or its ``"auto"`` value: the users order when the parameters
+    outgrow the caches, except on a long tail of short histories."""
+    if value != "auto":
+        return value
+    if outgrows_cache and not long_tail(spec, matrix):
+        return "users"
+    return "positives"

@@ -31,12 +31,14 @@ from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
 from ._kernels.scores import score_bound
+from ._loss_specs import LossSpec
 from ._plan import TrainingConfig
 from ._threads import kernel_threads
 from .exceptions import DivergenceError
 from .weights import RankWeighting
 
 __all__ = ["KernelInputs", "Target", "Trainer", "kernel_inputs", "kernel_settings",
+           "sample_weights", "grades", "negative_cdf",
            "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows"]
 
 log = logging.getLogger(__name__)
@@ -128,6 +130,66 @@ def epoch_order(sample_order: str, matrix: sp.csr_matrix, seed: int, epoch: int,
     else:
         _order.shuffle(seed, epoch, out)
     return out
+
+
+def sample_weights(matrix: sp.csr_matrix, sample_weight: Any) -> np.ndarray:
+    """``fit``'s ``sample_weight`` as one float32 weight per positive of ``matrix`` (in
+    row-major order), or a clear error."""
+    if sample_weight is None:
+        return np.ones(matrix.nnz, dtype=np.float32)
+    if isinstance(sample_weight, str):
+        if sample_weight != "values":
+            raise ValueError("sample_weight must be None, 'values', an array or a sparse "
+                             f"matrix (got {sample_weight!r}).")
+        w = matrix.data.astype(np.float64)
+    elif sp.issparse(sample_weight):
+        W = sp.csr_matrix(sample_weight, dtype=np.float64)
+        if W.shape != matrix.shape:
+            raise ValueError(f"sample_weight has shape {W.shape} but X has {matrix.shape}.")
+        W.sum_duplicates()
+        rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+        w = np.asarray(W[rows, matrix.indices]).ravel()
+        if W.nnz != matrix.nnz or np.count_nonzero(w) != np.count_nonzero(W.data):
+            raise ValueError("sample_weight must have a value at exactly the positions of "
+                             "X's positives (same sparsity pattern).")
+    else:
+        try:
+            w = np.asarray(sample_weight, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("sample_weight must be None, 'values', a 1-D array of numbers "
+                            "or a sparse matrix (got a "
+                            f"{type(sample_weight).__name__} that is not numeric).") \
+                from None
+        if w.shape != (matrix.nnz,):
+            raise ValueError(f"sample_weight has shape {w.shape}; expected ({matrix.nnz},), "
+                             "one weight per positive in row-major order.")
+    bad = ~np.isfinite(w) | (w < 0) | (w > np.finfo(np.float32).max)
+    if bad.any():
+        raise ValueError("sample_weight must be finite and >= 0 (and below 3.4e38, float32) "
+                         f"({int(bad.sum())} bad value(s)).")
+    return w.astype(np.float32)
+
+
+def grades(matrix: sp.csr_matrix, spec: LossSpec) -> np.ndarray:
+    """The ordinal loss's grades (``matrix``'s values, whole numbers >= 1), else empty."""
+    if spec.code != _train.LOSS_ORDINAL:
+        return np.zeros(0, dtype=np.int64)
+    grades = np.rint(matrix.data).astype(np.int64)
+    if not np.allclose(grades, matrix.data) or grades.min() < 1:
+        raise ValueError("loss='ordinal' needs graded positives: X's values must be whole "
+                         "numbers >= 1 (e.g. ratings 1-5; unobserved items get grade 0). "
+                         "Scale half-star ratings by 2 first.")
+    return grades
+
+
+def negative_cdf(matrix: sp.csr_matrix, negative_sampling: str) -> np.ndarray:
+    """The cumulative item probabilities of popularity-drawn negatives (item counts + 1),
+    else empty (uniform draws)."""
+    if negative_sampling != "popularity":
+        return np.zeros(0, dtype=np.float64)
+    counts = np.bincount(matrix.indices, minlength=matrix.shape[1]).astype(np.float64) + 1.0
+    cdf = np.cumsum(counts)
+    return cdf / cdf[-1]
 
 
 def fold_in_epochs(inputs: KernelInputs, params: _train.Parameters, n_epochs: int, seed: int,

@@ -11,28 +11,26 @@ import inspect
 import json
 import logging
 import os
-import tempfile
-import warnings
-import zipfile
 from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import __version__
-from . import _validation
+from . import _hybrid, _persistence, _state, _validation
 from ._base import FactorRecommender
-from ._features import FeatureEncoder
-from ._inputs import IdMap, as_interaction_matrix, check_positive_int
+from ._inputs import as_interaction_matrix, check_positive_int
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
 from ._loss_specs import loss_spec
 from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_needs_validation,
-                    long_tail, resolve_epochs, resolve_init_scale, training_input)
-from ._trainer import (Target, Trainer, fold_in_epochs, kernel_inputs, kernel_settings,
-                       progress_bar, unit_rows)
+                    resolve_alpha, resolve_dropout, resolve_epochs, resolve_learning_rate,
+                    resolve_learning_rate_drop, resolve_negative_weight, resolve_sample_order,
+                    training_input)
+from ._trainer import (Target, Trainer, fold_in_epochs, grades, kernel_inputs, kernel_settings,
+                       negative_cdf, progress_bar, sample_weights, unit_rows)
 from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
-from .exceptions import DivergenceError, WarprecWarning
+from .exceptions import DivergenceError
 from .weights import resolve_rank_weighting
 
 __all__ = ["WARPFactorizer", "TUNED_PARAMS"]
@@ -43,10 +41,6 @@ FORMAT_VERSION = 1
 #: The fitted arrays the training kernel updates.
 _PARAMETER_ARRAYS = ("user_factors_", "item_factors_", "item_biases_", "user_grad_sq_",
                      "item_grad_sq_", "bias_grad_sq_")
-#: The arrays the hybrid model's kernel updates (with side features).
-_FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
-                   "user_feature_grad_sq_", "item_feature_grad_sq_",
-                   "item_feature_bias_grad_sq_")
 
 
 class WARPFactorizer(FactorRecommender):
@@ -104,11 +98,11 @@ class WARPFactorizer(FactorRecommender):
         so it is an option, not a default (:func:`warprec.tune` tries 1 and 10). WARP
         losses with ``rank_estimator="sampled"``, without side features.
     rank_weighting : str or array_like, default "harmonic"
-        ``tau``: ``"harmonic"`` (1/j), ``"auc"`` (1), ``"precision@k"`` (1 for j <= k, needs
-        ``k``), ``"precision@1"``, ``"log"`` (LightFM's log-rank), the OWPC normalised
-        families ``"owpc-mean"``, ``"owpc-top"``, ``"owpc-top-p"`` (needs
-        ``top_fraction``), ``"owpc-harmonic"``, or a non-increasing array of tau_j. See
-        :mod:`warprec.weights`.
+        ``tau``: ``"harmonic"`` (1/j), ``"auc"`` (1), ``"precision@5"`` (1 for j <= 5; any
+        cut-off; the older ``"precision@k"`` with ``k=5`` is deprecated), ``"log"``
+        (LightFM's log-rank), the OWPC normalised families ``"owpc-mean"``,
+        ``"owpc-top"``, ``"owpc-top-p"`` (needs ``top_fraction``), ``"owpc-harmonic"``, or
+        a non-increasing array of tau_j. See :mod:`warprec.weights`.
     alpha : float or "auto", default "auto"
         Weight decay: every update multiplies the factor rows it touches by
         ``1 - learning_rate * alpha`` before the gradient step (decoupled L2
@@ -179,10 +173,12 @@ class WARPFactorizer(FactorRecommender):
         ``loss="softmax"``: the cosines are divided by it before the softmax; the smaller
         it is, the more the hardest negatives weigh.
     k : int or None, default None
-        The cut-off of ``rank_weighting="precision@k"`` and the k of k-OS (default 5).
+        ``loss="warp-kos"``: the positive of a step is the k-th best scored of ``n`` of
+        the user's positives (default 5; LightFM's name). As the cut-off of
+        ``rank_weighting="precision@k"`` it is deprecated: write ``"precision@5"``.
     n : int, default 10
-        Number of positives drawn per step by k-OS, and graded items per list of
-        ``loss="ordinal"``.
+        The user's positives in one list: drawn per step by k-OS, graded items per list
+        of ``loss="ordinal"``.
     top_fraction : float or None, default None
         p of ``rank_weighting="owpc-top-p"``.
     learning_schedule : {"adagrad", "sgd"}, default "adagrad"
@@ -604,7 +600,8 @@ class WARPFactorizer(FactorRecommender):
         seed = int(np.random.default_rng([self.seed_, 3]).integers(0, 2**63 - 1))
         inputs = kernel_inputs(
             config, matrix, d, weights=np.ones(matrix.nnz, np.float32),
-            grades=np.zeros(0, np.int64), neg_cdf=self._negative_cdf(self.train_matrix_),
+            grades=np.zeros(0, np.int64),
+            neg_cdf=negative_cdf(self.train_matrix_, self.negative_sampling),
             settings=self._kernel_settings(config, matrix.shape[1], seed),
             n_threads=n_threads, freeze_items=True)
         # the item arrays are read, never written, in this mode
@@ -644,39 +641,48 @@ class WARPFactorizer(FactorRecommender):
             config = replace(config, epochs=int(refit_epochs), early_stopping=False,
                              drop_epochs=tuple(refit_drops))   # (epoch, rate) pairs
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
-        weights = self._sample_weights(matrix, sample_weight)
+        weights = sample_weights(matrix, sample_weight)
         if fresh:
-            self._initialise(matrix, user_ids, item_ids, config)
+            _state.initialise(self, matrix, user_ids, item_ids, config)
             if any(f is not None for f in features):
-                self._initialise_features(features, config)
+                _hybrid.initialise(self, features, config)
         else:
             if not self._hybrid() and any(f is not None for f in features):
                 raise ValueError("this model was fit without side features; use fit() to "
                                  "start a model with features.")
-            self._grow(matrix.shape, user_ids, item_ids)
+            _state.grow(self, matrix.shape, user_ids, item_ids)
             self._align_parameters()
             if self._hybrid():
-                self._grow_features(matrix.shape)
-                self._update_features(features)
+                _hybrid.grow(self, matrix.shape)
+                _hybrid.update(self, features)
         self.train_matrix_ = matrix
         matrix, weights, monitor, config = self._validation_split(matrix, weights,
                                                                   validation_data, config)
-        self.learning_rate_ = self._resolve_learning_rate(matrix, fresh)
-        self.alpha_ = self._resolve_alpha(matrix, fresh)
-        self.negative_weight_ = self._resolve_negative_weight(matrix, fresh)
-        self.dropout_ = self._resolve_dropout()
-        self.sample_order_ = self._resolve_sample_order(matrix)
+        spec = config.loss
+        kept = {name: getattr(self, name, None) if not fresh else None
+                for name in ("learning_rate_", "alpha_", "negative_weight_")}
+        self.learning_rate_ = resolve_learning_rate(self.learning_rate, spec, matrix,
+                                                    kept["learning_rate_"])
+        self.alpha_ = resolve_alpha(self.alpha, spec, self.learning_rate_, matrix,
+                                    kept["alpha_"])
+        self.negative_weight_ = resolve_negative_weight(self.negative_weight, spec, matrix,
+                                                        kept["negative_weight_"])
+        self.dropout_ = resolve_dropout(self.dropout, spec)
+        self.sample_order_ = resolve_sample_order(self.sample_order, spec, matrix,
+                                                  self._outgrows_cache())
         hybrid = self._hybrid()
         inputs = kernel_inputs(
             config, matrix, self.user_factors_.shape[1], weights=weights,
-            grades=self._grades(matrix, config), neg_cdf=self._negative_cdf(matrix),
+            grades=grades(matrix, config.loss),
+            neg_cdf=negative_cdf(matrix, self.negative_sampling),
             settings=self._kernel_settings(config, matrix.shape[1], self.seed_),
             n_threads=config.n_threads, prefetch=self._outgrows_cache(), features=hybrid)
         if hybrid:
             # (the feature matrices and their decay shares do not change during a fit:
             # the hybrid kernel's arguments are converted once)
-            kernel_view = self._feature_parameters()
-            target = Target(self._parameters, lambda: kernel_view, self._represent)
+            kernel_view = _hybrid.kernel_parameters(self)
+            target = Target(self._parameters, lambda: kernel_view,
+                            lambda: _hybrid.represent(self))
         else:
             target = Target(self._parameters,
                             lambda: _train.Parameters(*self._parameters().values()))
@@ -705,7 +711,8 @@ class WARPFactorizer(FactorRecommender):
         self.early_stopping_ = bool(stopping)
         config = replace(config, early_stopping=self.early_stopping_,
                          epochs=resolve_epochs(config.epochs, stopping))
-        self.learning_rate_drop_ = self._resolve_learning_rate_drop()
+        self.learning_rate_drop_ = resolve_learning_rate_drop(
+            self.learning_rate_drop, config.loss, self.early_stopping_)
         if validation_data is None and not stopping:
             return matrix, weights, None, config
         n_relevant = None
@@ -729,259 +736,19 @@ class WARPFactorizer(FactorRecommender):
 
     def _parameters(self):
         """The arrays that training updates (and early stopping restores), by name."""
-        names = _FEATURE_ARRAYS if self._hybrid() else _PARAMETER_ARRAYS
+        names = _hybrid.FEATURE_ARRAYS if self._hybrid() else _PARAMETER_ARRAYS
         return {name: getattr(self, name) for name in names}
 
     # ------------------------------------------------------------------ side features
     def _hybrid(self):
-        return hasattr(self, "user_feature_factors_")
-
-    def _n_indicators(self, kind):
-        """How many leading feature columns of ``kind`` are indicator features (one per
-        user / item, or none with ``identity_features=False``)."""
-        encoder = getattr(self, f"{kind}_feature_encoder_")
-        width = getattr(self, f"{kind}_features_").shape[1]
-        return width - (0 if encoder is None else encoder.n_features_)
-
-    def _initialise_features(self, features, config):
-        """Encode the side features (indicator features first) and initialise one
-        embedding (and item bias) per feature as ``fit`` initialises factors."""
-        config.loss.check_features(config.kos_n, config.exact_rank, self.max_norm)
-        matrices, names = [], []
-        for kind, given, ids, n in (("user", features[0], self.user_ids_,
-                                     self.user_factors_.shape[0]),
-                                    ("item", features[1], self.item_ids_,
-                                     self.item_factors_.shape[0])):
-            blocks, labels = [], []
-            if given is None or self.identity_features:
-                blocks.append(sp.identity(n, dtype=np.float32, format="csr"))
-                labels += [f"{kind}_id={x}" for x in (ids if ids is not None else range(n))]
-            encoder = None
-            if given is not None:
-                encoder = FeatureEncoder(kind)
-                blocks.append(encoder.fit(given, ids, n))
-                labels += list(encoder.names_)
-            setattr(self, f"{kind}_feature_encoder_", encoder)
-            matrices.append(sp.hstack(blocks, format="csr", dtype=np.float32))
-            names.append(np.array(labels, dtype=object))
-        self.user_features_, self.item_features_ = matrices
-        self.user_feature_names_, self.item_feature_names_ = names
-        rng = np.random.default_rng([self.seed_, 5])
-        d = self.user_factors_.shape[1]
-        scale = self.init_scale_ / np.sqrt(d)
-        n_uf, n_if = matrices[0].shape[1], matrices[1].shape[1]
-        f32 = np.float32
-        self.user_feature_factors_ = aligned_full(
-            (n_uf, d), rng.standard_normal((n_uf, d)) * scale, f32)
-        self.item_feature_factors_ = aligned_full(
-            (n_if, d), rng.standard_normal((n_if, d)) * scale, f32)
-        self.item_feature_biases_ = aligned_full(n_if, 0.0, f32)
-        self.user_feature_grad_sq_ = aligned_full((n_uf, d), 1.0, f32)
-        self.item_feature_grad_sq_ = aligned_full((n_if, d), 1.0, f32)
-        self.item_feature_bias_grad_sq_ = aligned_full(n_if, 1.0, f32)
-        self._represent()
-
-    def _grow_features(self, shape):
-        """New users and items of a hybrid model (``partial_fit``): with indicator
-        features, one more indicator each (its embedding initialised as in ``fit``); their
-        given features are empty until ``user_features`` / ``item_features`` describe
-        them."""
-        rng = np.random.default_rng([self.seed_, 6, self.epochs_done_])
-        d = self.user_factors_.shape[1]
-        scale = self.init_scale_ / np.sqrt(d)
-        f32 = np.float32
-        for kind, n_new in (("user", shape[0]), ("item", shape[1])):
-            F = getattr(self, f"{kind}_features_")
-            n_old = F.shape[0]
-            if n_new == n_old:
-                continue
-            n_identity, added = self._n_indicators(kind), n_new - n_old
-            n_given = F.shape[1] - n_identity
-            given = sp.vstack([F[:, n_identity:], sp.csr_matrix((added, n_given), dtype=f32)])
-            names = list(getattr(self, f"{kind}_feature_names_")[n_identity:])
-            if n_identity:
-                given = sp.hstack([sp.identity(n_new, dtype=f32, format="csr"), given])
-                ids = self.user_ids_ if kind == "user" else self.item_ids_
-                names = [f"{kind}_id={x}" for x in (ids if ids is not None
-                                                     else range(n_new))] + names
-                arrays = [(f"{kind}_feature_factors_", rng.standard_normal((added, d)) * scale),
-                          (f"{kind}_feature_grad_sq_", np.ones((added, d)))]
-                if kind == "item":
-                    arrays += [("item_feature_biases_", np.zeros(added)),
-                               ("item_feature_bias_grad_sq_", np.ones(added))]
-                for name, fresh in arrays:
-                    old = getattr(self, name)
-                    grown = np.concatenate([old[:n_identity], fresh.astype(f32),
-                                            old[n_identity:]])
-                    setattr(self, name, aligned_full(grown.shape, grown, f32))
-            setattr(self, f"{kind}_features_", sp.csr_matrix(given, dtype=f32))
-            setattr(self, f"{kind}_feature_names_", np.array(names, dtype=object))
-
-    def _update_features(self, features):
-        """``partial_fit``'s feature rows (same columns), if any were given: a matrix
-        replaces every row, a DataFrame the rows of the ids it names."""
-        for kind, given in zip(("user", "item"), features):
-            if given is None:
-                continue
-            encoder = getattr(self, f"{kind}_feature_encoder_")
-            if encoder is None:
-                raise ValueError(f"this model was fit without {kind} features; pass none, or "
-                                 f"fit() a new model with them.")
-            current = getattr(self, f"{kind}_features_")
-            n, n_identity = current.shape[0], self._n_indicators(kind)
-            ids = self.user_ids_ if kind == "user" else self.item_ids_
-            matrix, row_ids = encoder.transform(given)
-            if row_ids is not None:
-                rows = (IdMap(ids).indexer(row_ids) if ids is not None
-                        else np.asarray(row_ids, dtype=np.int64))
-                if (rows < 0).any() or (rows >= n).any():
-                    raise ValueError(f"{kind}_features has rows for {kind}s the model does "
-                                     f"not know.")
-                place = sp.csr_matrix((np.ones(len(rows), np.float32),
-                                       (rows, np.arange(len(rows)))), shape=(n, len(rows)))
-                untouched = np.ones(n, np.float32)
-                untouched[rows] = 0.0
-                matrix = (sp.diags(untouched) @ current[:, n_identity:] + place @ matrix)
-            elif matrix.shape[0] != n:
-                raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
-                                 f"{n} {kind}s.")
-            setattr(self, f"{kind}_features_", sp.hstack(
-                [current[:, :n_identity], matrix], format="csr", dtype=np.float32))
-        self._represent()
+        return _hybrid.is_hybrid(self)
 
     def _embed_features(self, kind, features):
-        """``(factors, biases, labels)`` of the entities described by feature rows: the
-        weighted sums of the given features' embeddings, plus an entity's own indicator
-        embedding when a DataFrame row names a user / item the model knows. ``biases``
-        is None for users; ``labels`` the DataFrame's id column (row indices for a
-        matrix)."""
-        encoder = getattr(self, f"{kind}_feature_encoder_", None)
-        if encoder is None:
+        """``(factors, biases, labels)`` of the entities described by feature rows (see
+        :func:`warprec._hybrid.embed`)."""
+        if getattr(self, f"{kind}_feature_encoder_", None) is None:
             return super()._embed_features(kind, features)
-        matrix, labels = encoder.transform(features)
-        E = getattr(self, f"{kind}_feature_factors_")
-        n_identity = self._n_indicators(kind)
-        factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
-        biases = None
-        if kind == "item":
-            biases = np.asarray(matrix @ self.item_feature_biases_[n_identity:],
-                                dtype=np.float32)
-        if labels is None:
-            return factors, biases, np.arange(matrix.shape[0])
-        if n_identity:
-            known = self._known(kind, labels)
-            hit = known >= 0
-            factors[hit] += E[known[hit]]
-            if biases is not None:
-                biases[hit] += self.item_feature_biases_[known[hit]]
-        return factors, biases, labels
-
-    def _feature_arrays(self):
-        """The side features' parameters, matrices, names and encoders for ``save``."""
-        out = {name.rstrip("_"): getattr(self, name) for name in _FEATURE_ARRAYS}
-        for kind in ("user", "item"):
-            matrix = getattr(self, f"{kind}_features_")
-            out[f"{kind}_features_data"] = matrix.data
-            out[f"{kind}_features_indices"] = matrix.indices
-            out[f"{kind}_features_indptr"] = matrix.indptr
-            out[f"{kind}_feature_names"] = np.array(json.dumps(
-                [str(n) for n in getattr(self, f"{kind}_feature_names_")]))
-            encoder = getattr(self, f"{kind}_feature_encoder_")
-            out[f"{kind}_feature_encoder"] = np.array(
-                "null" if encoder is None else encoder.to_json())
-        return out
-
-    def _load_feature_arrays(self, data):
-        """The inverse of :meth:`_feature_arrays`, for ``load``."""
-        for name in _FEATURE_ARRAYS:
-            setattr(self, name, data[name.rstrip("_")])
-        for kind, n in (("user", self.user_factors_.shape[0]),
-                        ("item", self.item_factors_.shape[0])):
-            width = getattr(self, f"{kind}_feature_factors_").shape[0]
-            setattr(self, f"{kind}_features_", sp.csr_matrix(
-                (data[f"{kind}_features_data"], data[f"{kind}_features_indices"],
-                 data[f"{kind}_features_indptr"]), shape=(n, width)))
-            setattr(self, f"{kind}_feature_names_", np.array(
-                json.loads(str(data[f"{kind}_feature_names"])), dtype=object))
-            text = str(data[f"{kind}_feature_encoder"])
-            setattr(self, f"{kind}_feature_encoder_",
-                    None if text == "null" else FeatureEncoder.from_json(text))
-
-    def _feature_parameters(self):
-        """The kernel's view of the hybrid model (features.FeatureParameters)."""
-        from ._kernels.features import FeatureParameters
-
-        U, V = self.user_features_, self.item_features_
-        return FeatureParameters(
-            U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float32),
-            V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
-            self.user_feature_factors_, self.item_feature_factors_, self.item_feature_biases_,
-            self.user_feature_grad_sq_, self.item_feature_grad_sq_,
-            self.item_feature_bias_grad_sq_, _decay_share(U), _decay_share(V))
-
-    def _represent(self):
-        """``user_factors_``, ``item_factors_``, ``item_biases_`` as the weighted sums of
-        the entities' feature embeddings."""
-        f32 = np.float32
-        self.user_factors_ = aligned(np.ascontiguousarray(
-            self.user_features_ @ self.user_feature_factors_, dtype=f32))
-        self.item_factors_ = aligned(np.ascontiguousarray(
-            self.item_features_ @ self.item_feature_factors_, dtype=f32))
-        self.item_biases_ = aligned(np.ascontiguousarray(
-            self.item_features_ @ self.item_feature_biases_, dtype=f32))
-
-
-    def _resolve_alpha(self, matrix, fresh):
-        """The weight decay to train with: ``alpha``, or its ``"auto"`` value (kept from
-        the first fit when training continues, so partial_fit does not change it)."""
-        if isinstance(self.alpha, str):
-            if not fresh and hasattr(self, "alpha_"):
-                return self.alpha_
-            alpha = loss_spec(self.loss).auto_alpha(self.learning_rate_, matrix.shape[1],
-                                                    matrix.nnz)
-        else:
-            alpha = float(self.alpha)
-        if self.learning_rate_ * alpha >= 1.0:
-            warnings.warn(f"learning_rate * alpha = {self.learning_rate_ * alpha:.3g} >= 1: "
-                          "every update multiplies the touched factor rows by 1 - learning_rate"
-                          " * alpha <= 0, which flips their sign instead of shrinking them. "
-                          "Lower alpha or learning_rate.", WarprecWarning, stacklevel=4)
-        return alpha
-
-    def _resolve_learning_rate(self, matrix, fresh):
-        """The learning rate to train with: ``learning_rate``, or its ``"auto"`` value
-        from the positives per user (kept from the first fit when training continues)."""
-        if not isinstance(self.learning_rate, str):
-            return float(self.learning_rate)
-        if not fresh and hasattr(self, "learning_rate_"):
-            return self.learning_rate_
-        per_user = matrix.nnz / max(matrix.shape[0], 1)
-        per_item = matrix.nnz / max(matrix.shape[1], 1)
-        return loss_spec(self.loss).auto_learning_rate(per_user, per_item)
-
-    def _resolve_negative_weight(self, matrix, fresh):
-        """The cosine contrastive loss's negative weight: ``negative_weight``, or its
-        ``"auto"`` value from the density of the first fit's matrix (kept when training
-        continues)."""
-        if not isinstance(self.negative_weight, str):
-            return float(self.negative_weight)
-        if not fresh and hasattr(self, "negative_weight_"):
-            return self.negative_weight_
-        density = matrix.nnz / (float(matrix.shape[0]) * matrix.shape[1])
-        return loss_spec(self.loss).auto_negative_weight(density)
-
-    def _resolve_learning_rate_drop(self):
-        """The factor of a drop of the learning rate: ``learning_rate_drop``, or its
-        ``"auto"`` value (after ``early_stopping_`` is known)."""
-        if not isinstance(self.learning_rate_drop, str):
-            return float(self.learning_rate_drop)
-        return loss_spec(self.loss).auto_learning_rate_drop(self.early_stopping_)
-
-    def _resolve_dropout(self):
-        """The dropout on the user vector: ``dropout``, or its ``"auto"`` value."""
-        if not isinstance(self.dropout, str):
-            return float(self.dropout)
-        return loss_spec(self.loss).auto_dropout()
+        return _hybrid.embed(self, kind, features, self._known)
 
     def _align_parameters(self):
         """Give the parameter arrays cache-line-aligned data (a copy of those without,
@@ -994,151 +761,16 @@ class WARPFactorizer(FactorRecommender):
         parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
         return parameter_bytes > PREFETCH_ABOVE_BYTES
 
-    def _resolve_sample_order(self, matrix):
-        """``sample_order``, or its ``"auto"`` value (by the size of the parameters and
-        the shape of the training ``matrix``)."""
-        if self.sample_order != "auto":
-            return self.sample_order
-        if self._outgrows_cache() and not long_tail(loss_spec(self.loss), matrix):
-            return "users"
-        return "positives"
-
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,
         in its index space extended by any new users and items of ``X``."""
         matrix, user_ids, item_ids = training_input(X)
         if not fresh:
-            matrix, user_ids, item_ids = self._extend_index_space(matrix, user_ids, item_ids)
+            matrix, user_ids, item_ids = _state.extend_index_space(self, matrix, user_ids,
+                                                                 item_ids)
         if matrix.shape[1] >= 2**31 - 1:
             raise ValueError("warprec supports fewer than 2**31 - 1 items.")
         return matrix, user_ids, item_ids
-
-    def _extend_index_space(self, matrix, user_ids, item_ids):
-        """``partial_fit``'s input in the model's index space, new users and items
-        appended after the known ones."""
-        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
-        if (user_ids is None) != (self.user_ids_ is None):
-            known = "raw ids (a DataFrame)" if self.user_ids_ is not None else "a matrix"
-            raise ValueError(f"partial_fit needs X in the form of the first fit, which was "
-                             f"{known}; use fit() to start over.")
-        if user_ids is None:
-            if matrix.shape[0] < n_users or matrix.shape[1] < n_items:
-                raise ValueError(
-                    f"partial_fit got X of shape {matrix.shape} but the model knows {n_users} "
-                    f"users x {n_items} items: X's rows and columns keep their meaning, so it "
-                    f"must cover them (more rows or columns add new users or items); use "
-                    f"fit() to start over.")
-            return matrix, None, None
-        users, user_map = _extend_ids(self.user_ids_, user_ids, "user")
-        items, item_map = _extend_ids(self.item_ids_, item_ids, "item")
-        coo = matrix.tocoo()
-        matrix = as_interaction_matrix(sp.csr_matrix(
-            (coo.data, (user_map[coo.row], item_map[coo.col])), shape=(len(users), len(items))))
-        return matrix, users, items
-
-    def _grow(self, shape, user_ids, item_ids):
-        """Add parameter rows for new users and items (initialised as in ``fit``, from a
-        generator keyed by the seed and the epochs done)."""
-        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
-        if shape == (n_users, n_items):
-            return
-        rng = np.random.default_rng([self.seed_, 4, self.epochs_done_])
-        d = self.user_factors_.shape[1]
-        scale = self.init_scale_ / np.sqrt(d)
-        new_users, new_items = shape[0] - n_users, shape[1] - n_items
-        f32 = np.float32
-        for name, fresh in (
-                ("user_factors_", rng.standard_normal((new_users, d)) * scale),
-                ("item_factors_", rng.standard_normal((new_items, d)) * scale),
-                ("item_biases_", np.zeros(new_items)),
-                ("user_grad_sq_", np.ones((new_users, d))),
-                ("item_grad_sq_", np.ones((new_items, d))),
-                ("bias_grad_sq_", np.ones(new_items))):
-            old = getattr(self, name)
-            setattr(self, name, aligned_full((old.shape[0] + len(fresh),) + old.shape[1:],
-                                             np.concatenate([old, fresh.astype(f32)]), f32))
-        if loss_spec(self.loss).sphere:   # new rows on the sphere too
-            unit_rows(self.user_factors_[n_users:])
-            unit_rows(self.item_factors_[n_items:])
-        self.user_ids_, self.item_ids_ = user_ids, item_ids
-
-    def _sample_weights(self, matrix, sample_weight):
-        if sample_weight is None:
-            return np.ones(matrix.nnz, dtype=np.float32)
-        if isinstance(sample_weight, str):
-            if sample_weight != "values":
-                raise ValueError("sample_weight must be None, 'values', an array or a sparse "
-                                 f"matrix (got {sample_weight!r}).")
-            w = matrix.data.astype(np.float64)
-        elif sp.issparse(sample_weight):
-            W = sp.csr_matrix(sample_weight, dtype=np.float64)
-            if W.shape != matrix.shape:
-                raise ValueError(f"sample_weight has shape {W.shape} but X has {matrix.shape}.")
-            W.sum_duplicates()
-            rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
-            w = np.asarray(W[rows, matrix.indices]).ravel()
-            if W.nnz != matrix.nnz or np.count_nonzero(w) != np.count_nonzero(W.data):
-                raise ValueError("sample_weight must have a value at exactly the positions of "
-                                 "X's positives (same sparsity pattern).")
-        else:
-            try:
-                w = np.asarray(sample_weight, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise TypeError("sample_weight must be None, 'values', a 1-D array of numbers "
-                                "or a sparse matrix (got a "
-                                f"{type(sample_weight).__name__} that is not numeric).") \
-                    from None
-            if w.shape != (matrix.nnz,):
-                raise ValueError(f"sample_weight has shape {w.shape}; expected ({matrix.nnz},), "
-                                 "one weight per positive in row-major order.")
-        bad = ~np.isfinite(w) | (w < 0) | (w > np.finfo(np.float32).max)
-        if bad.any():
-            raise ValueError("sample_weight must be finite and >= 0 (and below 3.4e38, float32) "
-                             f"({int(bad.sum())} bad value(s)).")
-        return w.astype(np.float32)
-
-    def _grades(self, matrix, config):
-        if config.loss.code != _train.LOSS_ORDINAL:
-            return np.zeros(0, dtype=np.int64)
-        grades = np.rint(matrix.data).astype(np.int64)
-        if not np.allclose(grades, matrix.data) or grades.min() < 1:
-            raise ValueError("loss='ordinal' needs graded positives: X's values must be whole "
-                             "numbers >= 1 (e.g. ratings 1-5; unobserved items get grade 0). "
-                             "Scale half-star ratings by 2 first.")
-        return grades
-
-    def _negative_cdf(self, matrix):
-        if self.negative_sampling != "popularity":
-            return np.zeros(0, dtype=np.float64)
-        counts = np.bincount(matrix.indices, minlength=matrix.shape[1]).astype(np.float64) + 1.0
-        cdf = np.cumsum(counts)
-        return cdf / cdf[-1]
-
-    def _initialise(self, matrix, user_ids, item_ids, config):
-        n_users, n_items = matrix.shape
-        d = config.d
-        rng = np.random.default_rng(self.random_state)
-        self.seed_ = _draw_seed(rng)
-        self.init_scale_ = resolve_init_scale(self.init_scale, config.loss, matrix)
-        scale = self.init_scale_ / np.sqrt(d)
-        # cache-line-aligned parameters (see warprec._kernels.aligned)
-        f32 = np.float32
-        self.user_factors_ = aligned_full((n_users, d), rng.standard_normal((n_users, d)) * scale,
-                                          f32)
-        self.item_factors_ = aligned_full((n_items, d), rng.standard_normal((n_items, d)) * scale,
-                                          f32)
-        if config.loss.sphere:   # every row is kept at unit norm
-            unit_rows(self.user_factors_)
-            unit_rows(self.item_factors_)
-        self.item_biases_ = aligned_full(n_items, 0.0, f32)
-        self.user_grad_sq_ = aligned_full((n_users, d), 1.0, f32)
-        self.item_grad_sq_ = aligned_full((n_items, d), 1.0, f32)
-        self.bias_grad_sq_ = aligned_full(n_items, 1.0, f32)
-        self.user_ids_ = user_ids
-        self.item_ids_ = item_ids
-        self.epochs_done_ = 0
-        self.learning_rate_drops_ = []
-        self.history_ = []
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):
@@ -1154,14 +786,11 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("Refusing to save a model with non-finite parameters (or so large "
                              "that its scores overflow float32): training diverged. Refit "
                              "with a lower learning_rate.")
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"Cannot save to {path!r}: it is a directory. Give a file "
-                                    f"name, e.g. {os.path.join(path, 'model.npz')!r}.")
+        path = _persistence.check_target(path)
         arrays = dict(
             format_version=np.array(FORMAT_VERSION),
             warprec_version=np.array(__version__),
-            params=np.array(json.dumps(_jsonable_params(self.get_params()))),
+            params=np.array(json.dumps(_persistence.jsonable_params(self.get_params()))),
             user_factors=self.user_factors_, item_factors=self.item_factors_,
             item_biases=self.item_biases_, user_grad_sq=self.user_grad_sq_,
             item_grad_sq=self.item_grad_sq_, bias_grad_sq=self.bias_grad_sq_,
@@ -1182,26 +811,11 @@ class WARPFactorizer(FactorRecommender):
         arrays["dropped_learning_rates"] = np.array([r for _, r in self.learning_rate_drops_],
                                                     dtype=np.float64)
         if self._hybrid():
-            arrays.update(self._feature_arrays())
+            arrays.update(_hybrid.arrays_to_save(self))
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
             if ids is not None:
-                arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _encode_ids(ids)
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise FileNotFoundError(f"Cannot save to {path!r}: the folder {folder!r} does not "
-                                    f"exist. Create it first.")
-        fd, tmp = tempfile.mkstemp(prefix=".warprec-", suffix=".npz.tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+                arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _persistence.encode_ids(ids)
+        return _persistence.write(path, arrays)
 
     @classmethod
     def load(cls, path):
@@ -1216,29 +830,7 @@ class WARPFactorizer(FactorRecommender):
             a newer format version.
         """
         path = os.fspath(path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"No model file at {path!r}.")
-        if os.path.isfile(path) and not zipfile.is_zipfile(path):
-            raise ValueError(f"{path!r} is not a readable warprec model file (those are .npz "
-                             f"archives written by WARPFactorizer.save or `warprec fit`); it "
-                             f"is truncated, or another kind of file.")
-        try:
-            with np.load(path, allow_pickle=False) as f:
-                data = {key: f[key] for key in f.files}
-        except Exception as exc:  # zipfile.BadZipFile, OSError, ValueError, EOFError...
-            raise ValueError(f"{path!r} is not a readable warprec model file (truncated or "
-                             f"corrupted?): {exc}") from exc
-        if "format_version" not in data or "params" not in data:
-            raise ValueError(f"{path!r} is an .npz file but not a warprec model.")
-        try:
-            version = int(data["format_version"])
-        except (TypeError, ValueError):
-            raise ValueError(f"{path!r} has an unreadable format_version "
-                             f"({data['format_version']!r:.40}); it is not a warprec model "
-                             f"file.") from None
-        if version > FORMAT_VERSION:
-            raise ValueError(f"{path!r} was written by a newer warprec (model format {version}; "
-                             f"this warprec reads up to {FORMAT_VERSION}). Upgrade warprec.")
+        data = _persistence.read(path, FORMAT_VERSION)
         try:
             model = cls(**json.loads(str(data["params"])))
             model.user_factors_ = data["user_factors"]
@@ -1265,8 +857,10 @@ class WARPFactorizer(FactorRecommender):
             # (files written before early_stopping="auto" existed: the parameter says)
             model.early_stopping_ = (bool(data["early_stopping"]) if "early_stopping" in data
                                      else bool(model.early_stopping))
-            model.dropout_ = model._resolve_dropout()
-            model.learning_rate_drop_ = model._resolve_learning_rate_drop()
+            spec = loss_spec(model.loss)
+            model.dropout_ = resolve_dropout(model.dropout, spec)
+            model.learning_rate_drop_ = resolve_learning_rate_drop(model.learning_rate_drop,
+                                                                   spec, model.early_stopping_)
             model.history_ = json.loads(str(data["history"]))
             n_users, n_items = model.user_factors_.shape[0], model.item_factors_.shape[0]
             model.train_matrix_ = sp.csr_matrix(
@@ -1274,17 +868,19 @@ class WARPFactorizer(FactorRecommender):
                 shape=(n_users, n_items))
             # files written before loss="ccl" existed hold no negative weight
             model.negative_weight_ = (float(data["negative_weight"]) if "negative_weight" in data
-                                      else model._resolve_negative_weight(model.train_matrix_,
-                                                                          True))
-            model.sample_order_ = model._resolve_sample_order(model.train_matrix_)
+                                      else resolve_negative_weight(model.negative_weight, spec,
+                                                                   model.train_matrix_))
+            model.sample_order_ = resolve_sample_order(model.sample_order, spec,
+                                                       model.train_matrix_,
+                                                       model._outgrows_cache())
             # (files written before init_scale="auto" existed: the parameter says)
             model.init_scale_ = (float(data["init_scale"]) if "init_scale" in data
                                  else float(model.init_scale))
-            model.user_ids_ = _decode_ids(data, "user")
-            model.item_ids_ = _decode_ids(data, "item")
+            model.user_ids_ = _persistence.decode_ids(data, "user")
+            model.item_ids_ = _persistence.decode_ids(data, "item")
             if "user_feature_factors" in data:
-                model._load_feature_arrays(data)
-            _check_loaded(model)
+                _hybrid.load_arrays(model, data)
+            _persistence.check_loaded(model)
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
         if not model._parameters_usable():
@@ -1294,48 +890,6 @@ class WARPFactorizer(FactorRecommender):
 
 
 # ---------------------------------------------------------------------- helpers
-def _check_loaded(model):
-    """Raise ValueError unless the arrays read from a model file fit together."""
-    U, V, b = model.user_factors_, model.item_factors_, model.item_biases_
-    if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1] or b.shape != (V.shape[0],):
-        raise ValueError(f"inconsistent factor shapes {U.shape}, {V.shape}, {b.shape}")
-    for name, array, shape in (("user_factors", U, U.shape), ("item_factors", V, V.shape),
-                               ("item_biases", b, b.shape),
-                               ("user_grad_sq", model.user_grad_sq_, U.shape),
-                               ("item_grad_sq", model.item_grad_sq_, V.shape),
-                               ("bias_grad_sq", model.bias_grad_sq_, b.shape)):
-        if array.dtype != np.float32 or array.shape != shape:
-            raise ValueError(f"{name} has dtype {array.dtype} and shape {array.shape}; "
-                             f"expected float32 {shape}")
-    for kind, ids, n in (("user", model.user_ids_, U.shape[0]),
-                         ("item", model.item_ids_, V.shape[0])):
-        if ids is not None and ids.shape != (n,):
-            raise ValueError(f"{kind}_ids has shape {ids.shape}, expected ({n},)")
-    if model.epochs_done_ < 0 or not isinstance(model.history_, list):
-        raise ValueError("bad training state (epochs_done / history)")
-    model.train_matrix_.check_format(full_check=True)
-    if not model.train_matrix_.has_canonical_format:
-        raise ValueError("the training matrix is not in canonical CSR form")
-    if model._hybrid():
-        EU, EI = model.user_feature_factors_, model.item_feature_factors_
-        for name, array, shape in (
-                ("user_feature_factors", EU, (EU.shape[0], U.shape[1])),
-                ("item_feature_factors", EI, (EI.shape[0], U.shape[1])),
-                ("item_feature_biases", model.item_feature_biases_, (EI.shape[0],)),
-                ("user_feature_grad_sq", model.user_feature_grad_sq_, EU.shape),
-                ("item_feature_grad_sq", model.item_feature_grad_sq_, EI.shape),
-                ("item_feature_bias_grad_sq", model.item_feature_bias_grad_sq_,
-                 (EI.shape[0],))):
-            if array.dtype != np.float32 or array.shape != shape:
-                raise ValueError(f"{name} has dtype {array.dtype} and shape {array.shape}; "
-                                 f"expected float32 {shape}")
-        for kind in ("user", "item"):
-            getattr(model, f"{kind}_features_").check_format(full_check=True)
-            if len(getattr(model, f"{kind}_feature_names_")) != \
-                    getattr(model, f"{kind}_features_").shape[1]:
-                raise ValueError(f"{kind}_feature_names does not match the feature matrix")
-
-
 def _same(a, b):
     try:
         return bool(a == b) if not isinstance(a, np.ndarray) else False
@@ -1343,68 +897,3 @@ def _same(a, b):
         return False
 
 
-def _jsonable_params(params):
-    out = {}
-    for key, value in params.items():
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        elif isinstance(value, np.generic):
-            value = value.item()
-        elif isinstance(value, np.random.Generator):
-            value = None
-        out[key] = value
-    return out
-
-
-def _encode_ids(ids):
-    ids = np.asarray(ids)
-    if np.issubdtype(ids.dtype, np.integer):
-        return ids.astype(np.int64), np.array("int")
-    if np.issubdtype(ids.dtype, np.floating):
-        return ids.astype(np.float64), np.array("float")
-    strings = [str(v) for v in ids]
-    fixed = np.array(strings, dtype=str)
-    if fixed.tolist() != strings:  # numpy's fixed-width strings drop trailing NULs
-        return np.array(json.dumps(strings)), np.array("json")
-    return fixed, np.array("str")
-
-
-def _decode_ids(data, kind):
-    if f"{kind}_ids" not in data:
-        return None
-    ids = data[f"{kind}_ids"]
-    encoding = str(data[f"{kind}_ids_kind"])
-    if encoding == "json":
-        return np.array(json.loads(str(ids)), dtype=object)
-    if encoding == "str":
-        return ids.astype(object)
-    if encoding in ("int", "float"):
-        return ids
-    raise ValueError(f"unknown {kind} id encoding {encoding!r}")
-
-
-def _draw_seed(rng):
-    """A model's ``seed_`` (the key of its counter-based streams and of its validation
-    split): the first draw of the Generator made from its ``random_state``."""
-    return int(rng.integers(0, 2**63 - 1))
-
-
-def _decay_share(features):
-    """Per feature column: ``1 / sqrt(m)`` with ``m`` the number of rows that have it (1
-    for indicator and unused columns); see ``_kernels/features.py``."""
-    counts = np.bincount(features.indices, minlength=features.shape[1])
-    return (1.0 / np.sqrt(np.maximum(counts, 1))).astype(np.float32)
-
-
-def _extend_ids(known, ids, kind):
-    """The model's raw ``known`` ids followed by those of ``ids`` it does not know (in
-    their order), and the index of every element of ``ids`` in that extended array."""
-    if (known.dtype == object) != (ids.dtype == object):
-        have = "strings" if known.dtype == object else "numbers"
-        got = "strings" if ids.dtype == object else "numbers"
-        raise TypeError(f"X's {kind} ids are {got} but the model's are {have}; pass the ids "
-                        f"the model was fit with (warprec.data.Interactions maps them).")
-    index = IdMap(known).indexer(ids)
-    new = index < 0
-    index[new] = len(known) + np.arange(int(new.sum()))
-    return np.concatenate([known, ids[new]]), index

@@ -35,6 +35,7 @@ import numpy as np
 from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
 from ._plan import check_params, resolve_epochs, training_input
+from ._state import draw_seed
 from ._defaults import FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN, TUNE_SWITCH_Z
 from .exceptions import DivergenceError, WarprecWarning
 
@@ -320,7 +321,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
     epochs, with ``alpha="auto"`` resolved on all of X.
     """
     start = time.perf_counter()
-    from .model import WARPFactorizer, _draw_seed
+    from .model import WARPFactorizer
 
     validate_params(dict(time_budget=time_budget, n_threads=n_threads,
                          random_state=random_state), _TUNE_CONSTRAINTS)
@@ -340,7 +341,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
                          matrix.shape[1])
     # the split of every trial's early stopping (they all have random_state=seed)
     held = _validation.early_stopping_holdout(matrix, fraction,
-                                              _draw_seed(np.random.default_rng(seed)))
+                                              draw_seed(np.random.default_rng(seed)))
     if not held.any():
         raise ValueError(f"X is too small to tune on: with validation_fraction={fraction} no "
                          f"user has a validation positive (a user needs at least 2 "

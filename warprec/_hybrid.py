@@ -1,0 +1,244 @@
+"""Side features (the hybrid model): encoding, growth, the kernel's view and persistence.
+
+With side features a user's (item's) factors and bias are the weighted sums of its
+features' embeddings (LightFM's convention), indicator features first (one per entity,
+with ``identity_features``), then the given ones. These functions keep the estimator's
+feature-side fitted attributes (``user_features_``, ``item_features_``, the feature names
+and encoders, the feature embeddings, biases and Adagrad state) consistent with each other
+and with ``user_factors_`` / ``item_factors_`` / ``item_biases_``, which :func:`represent`
+recomputes from them after every change. They read and write those public fitted
+attributes; the estimator calls them from ``fit``, ``partial_fit``, ``save`` and ``load``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._features import FeatureEncoder
+from ._inputs import IdMap
+from ._kernels.aligned import aligned, aligned_full
+from ._kernels.features import FeatureParameters
+
+__all__ = ["FEATURE_ARRAYS", "is_hybrid", "n_indicators", "initialise", "grow", "update",
+           "embed", "arrays_to_save", "load_arrays", "kernel_parameters", "represent",
+           "decay_share"]
+
+#: The arrays the hybrid model's kernel updates (with side features).
+FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
+                  "user_feature_grad_sq_", "item_feature_grad_sq_",
+                  "item_feature_bias_grad_sq_")
+
+
+def is_hybrid(model: Any) -> bool:
+    """Whether ``model`` was fitted with side features."""
+    return hasattr(model, "user_feature_factors_")
+
+
+def n_indicators(model, kind):
+    """How many leading feature columns of ``kind`` are indicator features (one per
+    user / item, or none with ``identity_features=False``)."""
+    encoder = getattr(model, f"{kind}_feature_encoder_")
+    width = getattr(model, f"{kind}_features_").shape[1]
+    return width - (0 if encoder is None else encoder.n_features_)
+
+
+def initialise(model, features, config):
+    """Encode the side features (indicator features first) and initialise one
+    embedding (and item bias) per feature as ``fit`` initialises factors."""
+    config.loss.check_features(config.kos_n, config.exact_rank, model.max_norm)
+    matrices, names = [], []
+    for kind, given, ids, n in (("user", features[0], model.user_ids_,
+                                 model.user_factors_.shape[0]),
+                                ("item", features[1], model.item_ids_,
+                                 model.item_factors_.shape[0])):
+        blocks, labels = [], []
+        if given is None or model.identity_features:
+            blocks.append(sp.identity(n, dtype=np.float32, format="csr"))
+            labels += [f"{kind}_id={x}" for x in (ids if ids is not None else range(n))]
+        encoder = None
+        if given is not None:
+            encoder = FeatureEncoder(kind)
+            blocks.append(encoder.fit(given, ids, n))
+            labels += list(encoder.names_)
+        setattr(model, f"{kind}_feature_encoder_", encoder)
+        matrices.append(sp.hstack(blocks, format="csr", dtype=np.float32))
+        names.append(np.array(labels, dtype=object))
+    model.user_features_, model.item_features_ = matrices
+    model.user_feature_names_, model.item_feature_names_ = names
+    rng = np.random.default_rng([model.seed_, 5])
+    d = model.user_factors_.shape[1]
+    scale = model.init_scale_ / np.sqrt(d)
+    n_uf, n_if = matrices[0].shape[1], matrices[1].shape[1]
+    f32 = np.float32
+    model.user_feature_factors_ = aligned_full(
+        (n_uf, d), rng.standard_normal((n_uf, d)) * scale, f32)
+    model.item_feature_factors_ = aligned_full(
+        (n_if, d), rng.standard_normal((n_if, d)) * scale, f32)
+    model.item_feature_biases_ = aligned_full(n_if, 0.0, f32)
+    model.user_feature_grad_sq_ = aligned_full((n_uf, d), 1.0, f32)
+    model.item_feature_grad_sq_ = aligned_full((n_if, d), 1.0, f32)
+    model.item_feature_bias_grad_sq_ = aligned_full(n_if, 1.0, f32)
+    represent(model)
+
+
+def grow(model, shape):
+    """New users and items of a hybrid model (``partial_fit``): with indicator
+    features, one more indicator each (its embedding initialised as in ``fit``); their
+    given features are empty until ``user_features`` / ``item_features`` describe
+    them."""
+    rng = np.random.default_rng([model.seed_, 6, model.epochs_done_])
+    d = model.user_factors_.shape[1]
+    scale = model.init_scale_ / np.sqrt(d)
+    f32 = np.float32
+    for kind, n_new in (("user", shape[0]), ("item", shape[1])):
+        F = getattr(model, f"{kind}_features_")
+        n_old = F.shape[0]
+        if n_new == n_old:
+            continue
+        n_identity, added = n_indicators(model, kind), n_new - n_old
+        n_given = F.shape[1] - n_identity
+        given = sp.vstack([F[:, n_identity:], sp.csr_matrix((added, n_given), dtype=f32)])
+        names = list(getattr(model, f"{kind}_feature_names_")[n_identity:])
+        if n_identity:
+            given = sp.hstack([sp.identity(n_new, dtype=f32, format="csr"), given])
+            ids = model.user_ids_ if kind == "user" else model.item_ids_
+            names = [f"{kind}_id={x}" for x in (ids if ids is not None
+                                                 else range(n_new))] + names
+            arrays = [(f"{kind}_feature_factors_", rng.standard_normal((added, d)) * scale),
+                      (f"{kind}_feature_grad_sq_", np.ones((added, d)))]
+            if kind == "item":
+                arrays += [("item_feature_biases_", np.zeros(added)),
+                           ("item_feature_bias_grad_sq_", np.ones(added))]
+            for name, fresh in arrays:
+                old = getattr(model, name)
+                grown = np.concatenate([old[:n_identity], fresh.astype(f32),
+                                        old[n_identity:]])
+                setattr(model, name, aligned_full(grown.shape, grown, f32))
+        setattr(model, f"{kind}_features_", sp.csr_matrix(given, dtype=f32))
+        setattr(model, f"{kind}_feature_names_", np.array(names, dtype=object))
+
+
+def update(model, features):
+    """``partial_fit``'s feature rows (same columns), if any were given: a matrix
+    replaces every row, a DataFrame the rows of the ids it names."""
+    for kind, given in zip(("user", "item"), features):
+        if given is None:
+            continue
+        encoder = getattr(model, f"{kind}_feature_encoder_")
+        if encoder is None:
+            raise ValueError(f"this model was fit without {kind} features; pass none, or "
+                             f"fit() a new model with them.")
+        current = getattr(model, f"{kind}_features_")
+        n, n_identity = current.shape[0], n_indicators(model, kind)
+        ids = model.user_ids_ if kind == "user" else model.item_ids_
+        matrix, row_ids = encoder.transform(given)
+        if row_ids is not None:
+            rows = (IdMap(ids).indexer(row_ids) if ids is not None
+                    else np.asarray(row_ids, dtype=np.int64))
+            if (rows < 0).any() or (rows >= n).any():
+                raise ValueError(f"{kind}_features has rows for {kind}s the model does "
+                                 f"not know.")
+            place = sp.csr_matrix((np.ones(len(rows), np.float32),
+                                   (rows, np.arange(len(rows)))), shape=(n, len(rows)))
+            untouched = np.ones(n, np.float32)
+            untouched[rows] = 0.0
+            matrix = (sp.diags(untouched) @ current[:, n_identity:] + place @ matrix)
+        elif matrix.shape[0] != n:
+            raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
+                             f"{n} {kind}s.")
+        setattr(model, f"{kind}_features_", sp.hstack(
+            [current[:, :n_identity], matrix], format="csr", dtype=np.float32))
+    represent(model)
+
+
+def embed(model, kind, features, known_index):
+    """``(factors, biases, labels)`` of the entities described by feature rows: the
+    weighted sums of the given features' embeddings, plus an entity's own indicator
+    embedding when a DataFrame row names a user / item the model knows
+    (``known_index(kind, labels)``: their indices, -1 for unknown ones). ``biases`` is
+    None for users; ``labels`` the DataFrame's id column (row indices for a matrix)."""
+    encoder = getattr(model, f"{kind}_feature_encoder_")
+    matrix, labels = encoder.transform(features)
+    E = getattr(model, f"{kind}_feature_factors_")
+    n_identity = n_indicators(model, kind)
+    factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
+    biases = None
+    if kind == "item":
+        biases = np.asarray(matrix @ model.item_feature_biases_[n_identity:],
+                            dtype=np.float32)
+    if labels is None:
+        return factors, biases, np.arange(matrix.shape[0])
+    if n_identity:
+        known = known_index(kind, labels)
+        hit = known >= 0
+        factors[hit] += E[known[hit]]
+        if biases is not None:
+            biases[hit] += model.item_feature_biases_[known[hit]]
+    return factors, biases, labels
+
+
+def arrays_to_save(model):
+    """The side features' parameters, matrices, names and encoders for ``save``."""
+    out = {name.rstrip("_"): getattr(model, name) for name in FEATURE_ARRAYS}
+    for kind in ("user", "item"):
+        matrix = getattr(model, f"{kind}_features_")
+        out[f"{kind}_features_data"] = matrix.data
+        out[f"{kind}_features_indices"] = matrix.indices
+        out[f"{kind}_features_indptr"] = matrix.indptr
+        out[f"{kind}_feature_names"] = np.array(json.dumps(
+            [str(n) for n in getattr(model, f"{kind}_feature_names_")]))
+        encoder = getattr(model, f"{kind}_feature_encoder_")
+        out[f"{kind}_feature_encoder"] = np.array(
+            "null" if encoder is None else encoder.to_json())
+    return out
+
+
+def load_arrays(model, data):
+    """The inverse of :meth:`_feature_arrays`, for ``load``."""
+    for name in FEATURE_ARRAYS:
+        setattr(model, name, data[name.rstrip("_")])
+    for kind, n in (("user", model.user_factors_.shape[0]),
+                    ("item", model.item_factors_.shape[0])):
+        width = getattr(model, f"{kind}_feature_factors_").shape[0]
+        setattr(model, f"{kind}_features_", sp.csr_matrix(
+            (data[f"{kind}_features_data"], data[f"{kind}_features_indices"],
+             data[f"{kind}_features_indptr"]), shape=(n, width)))
+        setattr(model, f"{kind}_feature_names_", np.array(
+            json.loads(str(data[f"{kind}_feature_names"])), dtype=object))
+        text = str(data[f"{kind}_feature_encoder"])
+        setattr(model, f"{kind}_feature_encoder_",
+                None if text == "null" else FeatureEncoder.from_json(text))
+
+
+def kernel_parameters(model):
+    """The kernel's view of the hybrid model (features.FeatureParameters)."""
+    U, V = model.user_features_, model.item_features_
+    return FeatureParameters(
+        U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float32),
+        V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
+        model.user_feature_factors_, model.item_feature_factors_, model.item_feature_biases_,
+        model.user_feature_grad_sq_, model.item_feature_grad_sq_,
+        model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V))
+
+
+def represent(model):
+    """``user_factors_``, ``item_factors_``, ``item_biases_`` as the weighted sums of
+    the entities' feature embeddings."""
+    f32 = np.float32
+    model.user_factors_ = aligned(np.ascontiguousarray(
+        model.user_features_ @ model.user_feature_factors_, dtype=f32))
+    model.item_factors_ = aligned(np.ascontiguousarray(
+        model.item_features_ @ model.item_feature_factors_, dtype=f32))
+    model.item_biases_ = aligned(np.ascontiguousarray(
+        model.item_features_ @ model.item_feature_biases_, dtype=f32))
+
+
+def decay_share(features: sp.csr_matrix) -> np.ndarray:
+    """Per feature column: ``1 / sqrt(m)`` with ``m`` the number of rows that have it (1
+    for indicator and unused columns); see ``_kernels/features.py``."""
+    counts = np.bincount(features.indices, minlength=features.shape[1])
+    return (1.0 / np.sqrt(np.maximum(counts, 1))).astype(np.float32)

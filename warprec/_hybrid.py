@@ -64,6 +64,11 @@ def initialise(model, features, config):
             encoder = FeatureEncoder(kind)
             blocks.append(encoder.fit(given, ids, n))
             labels += list(encoder.names_)
+        if given is not None and encoder.n_features_ == 0 and not model.identity_features:
+            raise ValueError(f"{kind}_features has no feature column and identity_features="
+                             f"False: every {kind} would get the zero embedding, so every "
+                             f"score would be 0. Pass {kind}_features with at least one "
+                             f"column, or set identity_features=True.")
         setattr(model, f"{kind}_feature_encoder_", encoder)
         matrices.append(sp.hstack(blocks, format="csr", dtype=np.float32))
         names.append(np.array(labels, dtype=object))

@@ -17,8 +17,15 @@ import numpy as np
 
 from ._hybrid import is_hybrid
 
-__all__ = ["check_target", "write", "read", "check_loaded", "jsonable_params", "encode_ids",
-           "decode_ids"]
+#: The float arrays of a model file (fitted attribute names without the trailing ``_``),
+#: every one of which must be finite.
+FLOAT_ARRAYS = ("user_factors", "item_factors", "item_biases", "user_grad_sq", "item_grad_sq",
+                "bias_grad_sq", "user_feature_factors", "item_feature_factors",
+                "item_feature_biases", "user_feature_grad_sq", "item_feature_grad_sq",
+                "item_feature_bias_grad_sq")
+
+__all__ = ["FLOAT_ARRAYS", "check_target", "write", "read", "check_loaded", "jsonable_params",
+           "encode_ids", "decode_ids"]
 
 
 def check_target(path: str | os.PathLike) -> str:
@@ -94,6 +101,16 @@ def check_loaded(model):
         if array.dtype != np.float32 or array.shape != shape:
             raise ValueError(f"{name} has dtype {array.dtype} and shape {array.shape}; "
                              f"expected float32 {shape}")
+    for name in FLOAT_ARRAYS:
+        array = getattr(model, name + "_", None)
+        if array is None:
+            continue
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        if bad:
+            raise ValueError(f"{name} has {bad} non-finite value(s) (NaN or infinite)")
+        if name.endswith("grad_sq") and array.size and float(array.min()) <= 0:
+            raise ValueError(f"{name} (Adagrad's sums of squared gradients, which start at "
+                             f"1) has values <= 0")
     for kind, ids, n in (("user", model.user_ids_, U.shape[0]),
                          ("item", model.item_ids_, V.shape[0])):
         if ids is not None and ids.shape != (n,):

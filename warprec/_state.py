@@ -20,7 +20,8 @@ from ._loss_specs import loss_spec
 from ._plan import resolve_init_scale
 from ._trainer import unit_rows
 
-__all__ = ["initialise", "grow", "extend_index_space", "extend_ids", "draw_seed"]
+__all__ = ["initialise", "grow", "extend_index_space", "extend_ids", "draw_seed", "snapshot",
+           "restore", "fitted_attributes"]
 
 
 def initialise(model, matrix, user_ids, item_ids, config):
@@ -122,3 +123,26 @@ def draw_seed(rng):
     """A model's ``seed_`` (the key of its counter-based streams and of its validation
     split): the first draw of the Generator made from its ``random_state``."""
     return int(rng.integers(0, 2**63 - 1))
+
+
+def fitted_attributes(model) -> dict:
+    """The model's fitted attributes (names ending in ``_``), by name."""
+    return {name: value for name, value in vars(model).items()
+            if name.endswith("_") and not name.startswith("__")}
+
+
+def snapshot(model) -> dict:
+    """What :func:`restore` needs to bring the fitted state back exactly: the fitted
+    attributes, with copies of the lists a fit appends to. The arrays are kept by
+    reference: before its first epoch a fit replaces arrays, it never writes into them."""
+    return {name: list(value) if isinstance(value, list) else value
+            for name, value in fitted_attributes(model).items()}
+
+
+def restore(model, saved: dict) -> None:
+    """Make ``model``'s fitted attributes exactly those of ``saved`` (a :func:`snapshot`):
+    attributes added since are removed."""
+    for name in fitted_attributes(model):
+        delattr(model, name)
+    for name, value in saved.items():
+        setattr(model, name, value)

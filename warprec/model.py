@@ -317,6 +317,12 @@ class WARPFactorizer(FactorRecommender):
         mean share of a positive's negative draws that score at least as high), updates,
         mean_trials, samples, learning_rate (the rate of the epoch), and
         ``validation`` (the validation score) in the epochs checked when validating.
+    interrupted_ : bool
+        True when the last ``fit`` or ``partial_fit`` was interrupted during its epochs
+        (an exception from the callback, a ``KeyboardInterrupt``): the model keeps the
+        epochs trained (``epochs_done_``; the last ``history_`` entry says
+        ``interrupted``), the exception propagates, and ``partial_fit`` continues from
+        there. A call that fails before its first epoch (bad input) changes nothing.
     validation_scores_ : list of float
         The validation score at each check of the last fit / partial_fit (only when
         validating: ``early_stopping`` or ``validation_data``); ``history_`` has it as
@@ -441,7 +447,10 @@ class WARPFactorizer(FactorRecommender):
                     inspect.signature(type(self).__init__).parameters.values()}
         changed = [f"{k}={v!r}" for k, v in self.get_params().items()
                    if not _same(v, defaults.get(k))]
-        return f"WARPFactorizer({', '.join(changed)})"
+        text = f"WARPFactorizer({', '.join(changed)})"
+        if getattr(self, "interrupted_", False):
+            text += f"  # interrupted after {self.epochs_done_} epochs: partial_fit resumes"
+        return text
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
@@ -485,10 +494,11 @@ class WARPFactorizer(FactorRecommender):
         -------
         self
         """
+        snapshot = _state.snapshot(self)
         self._reset()
         features = (user_features, item_features)
         self._train(X, sample_weight, validation_data, callback, fresh=True,
-                    features=features)
+                    features=features, snapshot=snapshot)
         if self.early_stopping == "refit" and validation_data is None \
                 and hasattr(self, "best_epoch_"):
             self._refit(X, sample_weight, callback, features)
@@ -635,7 +645,42 @@ class WARPFactorizer(FactorRecommender):
                 delattr(self, name)
 
     def _train(self, X, sample_weight, validation_data, callback, fresh, features,
-               refit_epochs=None, refit_drops=()):
+               refit_epochs=None, refit_drops=(), snapshot=None):
+        """Check every input, then train. A failure before the first epoch restores the
+        fitted state of ``snapshot`` (default: the state now) exactly; an exception during
+        the epochs (a callback's, an interrupt) keeps the epochs trained and marks the
+        model ``interrupted_``; a divergence keeps its finite, unusable parameters."""
+        snapshot = _state.snapshot(self) if snapshot is None else snapshot
+        try:
+            run = self._prepare(X, sample_weight, validation_data, fresh, features,
+                                refit_epochs, refit_drops)
+        except BaseException:
+            _state.restore(self, snapshot)
+            raise
+        trainer, epochs = run
+        progress = progress_bar(epochs, self.verbose)
+        self.interrupted_ = False
+        try:
+            trainer.run(callback, progress)
+        except DivergenceError:
+            raise
+        except BaseException as exc:
+            self.interrupted_ = True
+            if self.history_:
+                self.history_[-1]["interrupted"] = True
+            log.warning("training was interrupted after %d epochs (%s); the model keeps "
+                        "them and partial_fit continues from them", self.epochs_done_,
+                        type(exc).__name__)
+            raise
+        finally:
+            progress.close()
+        return self
+
+    def _prepare(self, X, sample_weight, validation_data, fresh, features, refit_epochs,
+                 refit_drops):
+        """Everything before the first epoch: the checked configuration, the input in the
+        model's index space, the state allocated or grown, the validation split, the
+        resolved rates; returns the trainer and its epoch count."""
         config = self._config()
         if refit_epochs is not None:   # early_stopping="refit"'s second pass
             config = replace(config, epochs=int(refit_epochs), early_stopping=False,
@@ -686,12 +731,7 @@ class WARPFactorizer(FactorRecommender):
         else:
             target = Target(self._parameters,
                             lambda: _train.Parameters(*self._parameters().values()))
-        progress = progress_bar(config.epochs, self.verbose)
-        try:
-            Trainer(self, config, inputs, target, matrix, monitor).run(callback, progress)
-        finally:
-            progress.close()
-        return self
+        return Trainer(self, config, inputs, target, matrix, monitor), config.epochs
 
     def _validation_split(self, matrix, weights, validation_data, config):
         """The positives to train on, their weights, the validation monitor (None when not
@@ -723,6 +763,7 @@ class WARPFactorizer(FactorRecommender):
             matrix, weights = _validation.select(matrix, ~held), weights[~held]
         else:
             valid, extra = self._as_index_matrix(validation_data, "validation_data", True)
+            _check_validation_data(valid, matrix)
             n_relevant = np.diff(valid.indptr).astype(np.int64) + extra
         # (the hold-out keeps every user's last positive, so something is left to train on)
         monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
@@ -786,6 +827,10 @@ class WARPFactorizer(FactorRecommender):
             raise ValueError("Refusing to save a model with non-finite parameters (or so large "
                              "that its scores overflow float32): training diverged. Refit "
                              "with a lower learning_rate.")
+        try:   # (what load would reject is never written over a good file)
+            _persistence.check_loaded(self)
+        except ValueError as exc:
+            raise ValueError(f"Refusing to save an inconsistent model: {exc}.") from exc
         path = _persistence.check_target(path)
         arrays = dict(
             format_version=np.array(FORMAT_VERSION),
@@ -803,7 +848,7 @@ class WARPFactorizer(FactorRecommender):
             train_indptr=self.train_matrix_.indptr, train_indices=self.train_matrix_.indices,
             train_data=self.train_matrix_.data,
         )
-        for name in ("best_epoch", "validation_interval", "early_stopping"):
+        for name in ("best_epoch", "validation_interval", "early_stopping", "interrupted"):
             if hasattr(self, name + "_"):
                 arrays[name] = np.array(getattr(self, name + "_"))
         arrays["learning_rate_drops"] = np.array([e for e, _ in self.learning_rate_drops_],
@@ -880,6 +925,8 @@ class WARPFactorizer(FactorRecommender):
             model.item_ids_ = _persistence.decode_ids(data, "item")
             if "user_feature_factors" in data:
                 _hybrid.load_arrays(model, data)
+            # (files written before interrupted_ existed: complete fits)
+            model.interrupted_ = bool(data["interrupted"]) if "interrupted" in data else False
             _persistence.check_loaded(model)
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
@@ -896,4 +943,24 @@ def _same(a, b):
     except Exception:
         return False
 
+
+def _check_validation_data(valid, train):
+    """A ValueError when ``validation_data`` (in the model's index space) cannot measure
+    anything: no positive of a user and item the model knows, or every positive also a
+    training positive (the check ranks unseen items only, so it would score 0 at every
+    epoch and early stopping would keep the first)."""
+    if valid.nnz == 0:
+        raise ValueError("validation_data shares no (user, item) pair with the model: its "
+                         "users or its items are all unknown to the model (not in X), so "
+                         "every validation check would score 0. Pass held-out positives of "
+                         "X's users on X's items.")
+    pattern = valid.copy()
+    pattern.data = np.ones_like(pattern.data)
+    overlap = pattern.multiply(train.astype(bool)).nnz
+    if overlap == valid.nnz:
+        raise ValueError("validation_data holds only positives that are also in X (the "
+                         "training data): a validation check ranks the items a user has not "
+                         "trained on, so it would score 0 at every epoch. Hold positives out "
+                         "of X for validation (or let early stopping hold them out: leave "
+                         "validation_data=None).")
 

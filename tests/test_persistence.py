@@ -345,3 +345,24 @@ def test_save_replaces_the_file_in_one_step(tmp_path, monkeypatch):
     model.save(path)
     assert len(seen) == 1 and seen[0][0] == str(tmp_path) and seen[0][2] == str(path)
     assert seen[0][1].startswith(".warprec-")
+
+
+def test_saved_files_take_the_umask_or_the_replaced_files_mode(tmp_path):
+    """A model file is readable as any file the process writes (not 0600 whatever the
+    umask), and overwriting a file keeps its permissions."""
+    import stat
+
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(
+        sp.random(20, 15, density=0.3, random_state=0, format="csr"))
+    old = os.umask(0o022)
+    try:
+        model.save(tmp_path / "m.npz")
+        assert stat.S_IMODE(os.stat(tmp_path / "m.npz").st_mode) == 0o644
+        os.umask(0o077)
+        model.save(tmp_path / "private.npz")
+        assert stat.S_IMODE(os.stat(tmp_path / "private.npz").st_mode) == 0o600
+        os.chmod(tmp_path / "m.npz", 0o640)
+        model.save(tmp_path / "m.npz")
+        assert stat.S_IMODE(os.stat(tmp_path / "m.npz").st_mode) == 0o640
+    finally:
+        os.umask(old)

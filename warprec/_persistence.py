@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import zipfile
 
@@ -39,23 +40,37 @@ def check_target(path: str | os.PathLike) -> str:
 
 def write(path: str, arrays: dict[str, np.ndarray]) -> str:
     """Write ``arrays`` to the ``.npz`` file ``path`` atomically: to a temporary file in
-    the same folder that replaces ``path`` only once complete."""
+    the same folder that replaces ``path`` only once complete, with the permissions a
+    plain ``open`` would give (an existing file's, else those of the process's umask)."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"Cannot save to {path!r}: the folder {folder!r} does not "
                                 f"exist. Create it first.")
+    mode = _file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=".warprec-", suffix=".npz.tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def _file_mode(path: str) -> int:
+    """The permissions ``open(path, "wb")`` would give: an existing file's, else
+    ``0o666`` less the process's umask (a temporary file is created ``0o600``)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)   # (reading the umask means setting it; set it back at once)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def read(path: str, format_version: int) -> dict[str, np.ndarray]:

@@ -18,10 +18,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/warprec demo
 
-# Lint (ruff, configured in pyproject.toml), then the tests in two processes (pytest-xdist:
-# most of the tests' time is the single-threaded compilation of kernels from a cold cache).
+# Lint (ruff), type-check the package (mypy; both configured in pyproject.toml), then the
+# tests in two processes (pytest-xdist: most of the tests' time is the single-threaded
+# compilation of kernels from a cold cache).
 test: $(STAMP)
 	$(VENV)/bin/ruff check warprec tests benchmarks data
+	$(PY) -m mypy
 	$(PY) -m pytest -q -n 2
 
 # Side-by-side benchmark against LightFM and implicit (installs the bench extras), then the

@@ -7,8 +7,19 @@ does not compile any Numba kernel.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .exceptions import DivergenceError, InvalidParameterError, NotFittedError, WarprecWarning
+
+if TYPE_CHECKING:  # what the lazy table below resolves to, for type checkers
+    from typing import Any
+
+    from .baselines import PopularityRecommender
+    from .data import Interactions
+    from .metrics import evaluate
+    from .model import TUNED_PARAMS, WARPFactorizer
+    from .model_selection import PerUserHoldout
+    from .tuning import tune
 
 __version__ = "0.2.0"
 
@@ -27,11 +38,11 @@ __all__ = ["WARPFactorizer", "TUNED_PARAMS", "PopularityRecommender", "Interacti
            "InvalidParameterError", "NotFittedError", "WarprecWarning", "__version__"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'warprec' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(__all__)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,6 +17,17 @@ import scipy.sparse as sp
 from ._inputs import IdMap, as_interaction_matrix, check_k, lookup_ids
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
+
+if TYPE_CHECKING:
+    from typing import Any, Literal, overload
+
+    import pandas as pd
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import TypeIs
+
+    from ._typing import (Float32Array, FeatureData, Int64Array, InteractionData,
+                          SparseMatrix)
+    from .data import Interactions
 
 __all__ = ["FactorRecommender", "fit_input"]
 
@@ -25,13 +37,26 @@ _F32_MAX = float(np.finfo(np.float32).max)
 class FactorRecommender:
     """Base class of fitted factor models (see :class:`warprec.WARPFactorizer`)."""
 
-    n_threads = None
+    n_threads: int | None = None
 
-    def _parameters_finite(self):
+    # the fitted state (set by ``fit``; annotations only: unfitted models lack them)
+    user_factors_: Float32Array
+    item_factors_: Float32Array
+    item_biases_: Float32Array
+    user_ids_: NDArray[Any] | None
+    item_ids_: NDArray[Any] | None
+    train_matrix_: sp.csr_matrix
+
+    if TYPE_CHECKING:  # implemented by every subclass
+        def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
+                    epochs: int | None = None) -> Float32Array:
+            raise NotImplementedError
+
+    def _parameters_finite(self) -> bool:
         return bool(np.isfinite(self.user_factors_).all() and np.isfinite(self.item_factors_).all()
                     and np.isfinite(self.item_biases_).all())
 
-    def _score_bound(self):
+    def _score_bound(self) -> float:
         """An upper bound on ``|f(u, i)|`` over all pairs: ``d max|U| max|V| + max|b|``.
 
         Scores are float32; once this bound reaches float32's maximum, some scores may
@@ -43,7 +68,7 @@ class FactorRecommender:
                    for a in (self.user_factors_, self.item_factors_, self.item_biases_))
         return float(score_bound(U, V, b))
 
-    def _parameters_usable(self):
+    def _parameters_usable(self) -> bool:
         """Finite parameters whose float32 scores cannot overflow.
 
         The bound alone decides: a NaN parameter makes it NaN and an infinite one makes it
@@ -53,30 +78,30 @@ class FactorRecommender:
         return self._score_bound() < _F32_MAX
 
     # ------------------------------------------------------------------ inference
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "user_factors_"):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(X) "
                                  "first.")
 
     @property
-    def n_users_(self):
+    def n_users_(self) -> int:
         """Number of users the model knows."""
         self._check_fitted()
         return self.user_factors_.shape[0]
 
     @property
-    def n_items_(self):
+    def n_items_(self) -> int:
         """Number of items the model knows."""
         self._check_fitted()
         return self.item_factors_.shape[0]
 
-    def _user_index(self, users):
+    def _user_index(self, users: object) -> Int64Array:
         return lookup_ids(users, self._id_map("user"), "user", self.n_users_)
 
-    def _item_index(self, items):
+    def _item_index(self, items: object) -> Int64Array:
         return lookup_ids(items, self._id_map("item"), "item", self.n_items_)
 
-    def _id_map(self, kind):
+    def _id_map(self, kind: Literal["user", "item"]) -> IdMap | None:
         ids = self.user_ids_ if kind == "user" else self.item_ids_
         if ids is None:
             return None
@@ -88,12 +113,13 @@ class FactorRecommender:
             self.__dict__[cache] = cached
         return cached[1]
 
-    def _raw_items(self, index):
+    def _raw_items(self, index: NDArray[np.integer[Any]]) -> NDArray[Any]:
         """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
         return _raw_ids(index, self.item_ids_)
 
-    def predict(self, user_ids=None, item_ids=None, *, user_features=None,
-                item_features=None):
+    def predict(self, user_ids: ArrayLike | None = None, item_ids: ArrayLike | None = None, *,
+                user_features: FeatureData | None = None,
+                item_features: FeatureData | None = None) -> Float32Array:
         """Scores ``f(u, i)`` of (user, item) pairs.
 
         Parameters
@@ -119,14 +145,14 @@ class FactorRecommender:
             if user_ids is not None:
                 raise ValueError("pass user_ids or user_features, not both.")
             U = self._embed_features("user", user_features)[0]
-            u = np.arange(U.shape[0])
+            u: NDArray[np.integer[Any]] = np.arange(U.shape[0])
         else:
             U, u = self.user_factors_, self._user_index(user_ids)
         if item_features is not None:
             if item_ids is not None:
                 raise ValueError("pass item_ids or item_features, not both.")
             V, b = self._embed_features("item", item_features)[:2]
-            i = np.arange(V.shape[0])
+            i: NDArray[np.integer[Any]] = np.arange(V.shape[0])
         else:
             V, b, i = self.item_factors_, self.item_biases_, self._item_index(item_ids)
         if u.size != i.size and u.size != 1 and i.size != 1:
@@ -137,9 +163,40 @@ class FactorRecommender:
                            dtype=np.float32)
         return scores + b[np.atleast_1d(i)]
 
-    def recommend(self, users, k=10, exclude_seen=True, filter_items=None, *, user_items=None,
-                  recalculate_user=False, user_features=None, item_features=None, items=None,
-                  as_frame=False, n_threads=None):
+    if TYPE_CHECKING:  # the return type follows as_frame
+        @overload
+        def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
+                      filter_items: ArrayLike | None = None, *,
+                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      recalculate_user: bool = False, user_features: FeatureData | None = None,
+                      item_features: FeatureData | None = None, items: ArrayLike | None = None,
+                      as_frame: Literal[False] = False, n_threads: int | None = None,
+                      ) -> tuple[NDArray[Any], Float32Array]: ...
+
+        @overload
+        def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
+                      filter_items: ArrayLike | None = None, *,
+                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      recalculate_user: bool = False, user_features: FeatureData | None = None,
+                      item_features: FeatureData | None = None, items: ArrayLike | None = None,
+                      as_frame: Literal[True], n_threads: int | None = None) -> pd.DataFrame: ...
+
+        @overload
+        def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
+                      filter_items: ArrayLike | None = None, *,
+                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      recalculate_user: bool = False, user_features: FeatureData | None = None,
+                      item_features: FeatureData | None = None, items: ArrayLike | None = None,
+                      as_frame: bool = False, n_threads: int | None = None,
+                      ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame: ...
+
+    def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
+                  filter_items: ArrayLike | None = None, *,
+                  user_items: SparseMatrix | NDArray[Any] | None = None,
+                  recalculate_user: bool = False, user_features: FeatureData | None = None,
+                  item_features: FeatureData | None = None, items: ArrayLike | None = None,
+                  as_frame: bool = False, n_threads: int | None = None,
+                  ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame:
         """Top-k items for one user or a batch of users.
 
         Parameters
@@ -220,8 +277,10 @@ class FactorRecommender:
                                  f"column per candidate item: expected "
                                  f"{(n_requested, n_candidates)}, got {ui.shape}.")
         # the users: a looked-up index into user_factors, or rows of their own
+        u: NDArray[np.integer[Any]]
         if recalculate_user:
-            user_factors, u = self.fold_in(ui), np.arange(n_requested)
+            # ui is set: recalculate_user without user_items raised above
+            user_factors, u = self.fold_in(ui), np.arange(n_requested)  # type: ignore[arg-type]
         elif user_features is not None:
             user_factors = self._embed_features("user", user_features)[0]
             if user_factors.shape[0] != n_requested:
@@ -242,7 +301,9 @@ class FactorRecommender:
                 if ui is not None:
                     exclude = ui
                 elif known_users:
-                    exclude = self._seen_among(self.train_matrix_[u], item_labels)
+                    # item_labels is set: the common case above took known users without
+                    exclude = self._seen_among(self.train_matrix_[u],
+                                               item_labels)  # type: ignore[arg-type]
         allowed = None
         if filter_items is not None or items is not None:
             allowed = np.ones(self.n_items_, dtype=bool)
@@ -261,7 +322,7 @@ class FactorRecommender:
             return out[0], scores[0]
         return out, scores
 
-    def _seen_among(self, seen, labels):
+    def _seen_among(self, seen: sp.csr_matrix, labels: NDArray[Any]) -> sp.csr_matrix:
         """``seen`` (rows over the model's items) over the candidates ``labels`` instead:
         a candidate whose id is a known item keeps that item's entries."""
         column = self._known("item", labels)
@@ -271,7 +332,7 @@ class FactorRecommender:
                                      shape=(self.n_items_, len(labels)))
         return (seen @ to_candidate).tocsr()
 
-    def _known(self, kind, labels):
+    def _known(self, kind: Literal["user", "item"], labels: ArrayLike) -> Int64Array:
         """The model's user (``kind="user"``) or item index of every label, -1 where it
         knows none."""
         n = self.n_users_ if kind == "user" else self.n_items_
@@ -280,9 +341,10 @@ class FactorRecommender:
             if not np.issubdtype(values.dtype, np.integer):
                 return np.full(len(values), -1)
             return np.where((values >= 0) & (values < n), values, -1)
-        return self._id_map(kind).indexer(np.asarray(labels))
+        return self._id_map(kind).indexer(np.asarray(labels))  # type: ignore[union-attr]
 
-    def user_embeddings(self, user_features=None, users=None):
+    def user_embeddings(self, user_features: FeatureData | None = None,
+                        users: ArrayLike | None = None) -> Float32Array:
         """User factors: of the given feature rows (new users; see
         ``WARPFactorizer.fit``'s ``user_features``), of the given users, or (neither
         given) of every user the model knows.
@@ -300,7 +362,8 @@ class FactorRecommender:
             return self.user_factors_.copy()
         return self.user_factors_[np.atleast_1d(self._user_index(users))]
 
-    def item_embeddings(self, item_features=None, items=None):
+    def item_embeddings(self, item_features: FeatureData | None = None,
+                        items: ArrayLike | None = None) -> tuple[Float32Array, Float32Array]:
         """Item factors and biases: of the given feature rows (items unseen at fit, too),
         of the given items, or (neither given) of every item the model knows.
 
@@ -319,14 +382,25 @@ class FactorRecommender:
         i = np.atleast_1d(self._item_index(items))
         return self.item_factors_[i], self.item_biases_[i]
 
-    def _embed_features(self, kind, features):
+    if TYPE_CHECKING:  # items have biases, users none
+        @overload
+        def _embed_features(self, kind: Literal["user"], features: FeatureData,
+                            ) -> tuple[Float32Array, None, NDArray[Any]]: ...
+
+        @overload
+        def _embed_features(self, kind: Literal["item"], features: FeatureData,
+                            ) -> tuple[Float32Array, Float32Array, NDArray[Any]]: ...
+
+    def _embed_features(self, kind: Literal["user", "item"], features: FeatureData,
+                        ) -> tuple[Float32Array, Float32Array | None, NDArray[Any]]:
         """``(factors, biases, labels)`` of entities described by feature rows; only models
         fit with side features have them."""
         raise ValueError(f"this {type(self).__name__} has no side features: fit "
                          f"warprec.WARPFactorizer with {kind}_features=... to embed "
                          f"{kind}s from their features.")
 
-    def similar_items(self, items, k=10, *, n_threads=None):
+    def similar_items(self, items: ArrayLike, k: int = 10, *, n_threads: int | None = None,
+                      ) -> tuple[NDArray[Any], Float32Array]:
         """Items most similar to the given ones by cosine similarity of item factors.
 
         The query item itself is left out. Returns ``(items, similarities)`` shaped like
@@ -335,7 +409,8 @@ class FactorRecommender:
         """
         return self._most_similar("item", items, k, n_threads)
 
-    def similar_users(self, users, k=10, *, n_threads=None):
+    def similar_users(self, users: ArrayLike, k: int = 10, *, n_threads: int | None = None,
+                      ) -> tuple[NDArray[Any], Float32Array]:
         """Users most similar to the given ones by cosine similarity of user factors.
 
         The query user itself is left out. Returns ``(users, similarities)`` shaped like
@@ -345,7 +420,8 @@ class FactorRecommender:
         """
         return self._most_similar("user", users, k, n_threads)
 
-    def _most_similar(self, kind, ids, k, n_threads):
+    def _most_similar(self, kind: Literal["user", "item"], ids: ArrayLike, k: int,
+                      n_threads: int | None) -> tuple[NDArray[Any], Float32Array]:
         """:meth:`similar_items` (``kind="item"``) or :meth:`similar_users` (``"user"``):
         the top-k rows of that side's factors by cosine similarity to the rows of ``ids``,
         each query row itself excluded."""
@@ -372,7 +448,7 @@ class FactorRecommender:
         return out, scores
 
     # ------------------------------------------------------------------ evaluation glue
-    def score(self, X, y=None) -> float:
+    def score(self, X: InteractionData, y: object = None) -> float:
         """NDCG@10 of held-out interactions (scikit-learn's ``score``: higher is better).
 
         The value is ``warprec.metrics.evaluate(self, X, train=self.train_matrix_,
@@ -415,7 +491,8 @@ class FactorRecommender:
                           n_threads=self.n_threads)
         return float(result["ndcg@10"])
 
-    def _as_index_matrix(self, X, name, count_unknown_items):
+    def _as_index_matrix(self, X: InteractionData, name: str, count_unknown_items: bool,
+                         ) -> tuple[sp.csr_matrix, Int64Array]:
         """``X`` as CSR in this model's index space, plus per-user unknown-item counts."""
         n_users, n_items = self.n_users_, self.n_items_
         if _is_frame(X) or _is_interactions(X):
@@ -428,8 +505,9 @@ class FactorRecommender:
                     raise KeyError(f"{name} needs columns 'user_id' and 'item_id'; found "
                                    f"{list(frame.columns)}.")
             umap, imap = self._id_map("user"), self._id_map("item")
-            u = umap.indexer(frame["user_id"], bools_as_ints=True)
-            i = imap.indexer(frame["item_id"], bools_as_ints=True)
+            # both maps exist: a model fit on raw ids (user_ids_ checked above)
+            u = umap.indexer(frame["user_id"], bools_as_ints=True)  # type: ignore[union-attr]
+            i = imap.indexer(frame["item_id"], bools_as_ints=True)  # type: ignore[union-attr]
             unknown_users = u < 0
             if unknown_users.any():
                 warnings.warn(f"{name}: {int(unknown_users.sum())} row(s) of "
@@ -464,7 +542,8 @@ class FactorRecommender:
                              f"{n_users} users x {n_items} items.")
         return matrix, np.zeros(n_users, np.int64)
 
-    def _evaluation_inputs(self, test, train):
+    def _evaluation_inputs(self, test: InteractionData,
+                           train: InteractionData | None) -> dict[str, Any]:
         """Arrays for :func:`warprec.metrics.evaluate_factors` (index space)."""
         self._check_fitted()
         test_m, extra = self._as_index_matrix(test, "test", True)
@@ -476,7 +555,7 @@ class FactorRecommender:
 
 
 # ---------------------------------------------------------------------- helpers
-def _raw_ids(index, ids):
+def _raw_ids(index: NDArray[np.integer[Any]], ids: NDArray[Any] | None) -> NDArray[Any]:
     """Map indices (-1 = none) to the raw ids ``ids`` (None: the indices themselves); the
     fill is -1 for numeric ids and None otherwise."""
     if ids is None:
@@ -493,7 +572,8 @@ def _raw_ids(index, ids):
     return out
 
 
-def _top_frame(users, single, index, items, scores):
+def _top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
+               items: NDArray[Any], scores: Float32Array) -> pd.DataFrame:
     """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot."""
     import pandas as pd
 
@@ -507,7 +587,9 @@ def _top_frame(users, single, index, items, scores):
                          "score": scores[filled], "rank": ranks + 1})
 
 
-def fit_input(X, user_ids=None, item_ids=None):
+def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
+              item_ids: NDArray[Any] | None = None,
+              ) -> tuple[sp.csr_matrix, NDArray[Any] | None, NDArray[Any] | None]:
     """The training input of every recommender as a canonical CSR matrix plus id arrays.
 
     Parameters
@@ -535,10 +617,11 @@ def fit_input(X, user_ids=None, item_ids=None):
     if _is_interactions(X):
         user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
         X = X.matrix
-    return as_interaction_matrix(X), user_ids, item_ids
+    # X is a matrix here (Interactions.matrix is not annotated yet)
+    return as_interaction_matrix(X), user_ids, item_ids  # type: ignore[arg-type]
 
 
-def _is_single(ids):
+def _is_single(ids: ArrayLike) -> bool:
     """Whether ``ids`` is one id (a scalar) rather than a sequence of ids."""
     if isinstance(ids, (str, bytes)):
         return True
@@ -548,10 +631,10 @@ def _is_single(ids):
         return False
 
 
-def _is_frame(X):
+def _is_frame(X: object) -> TypeIs[pd.DataFrame]:
     return type(X).__name__ == "DataFrame" and hasattr(X, "columns")
 
 
-def _is_interactions(X):
+def _is_interactions(X: object) -> TypeIs[Interactions]:
     return hasattr(X, "matrix") and hasattr(X, "user_ids") and hasattr(X, "item_ids")
 

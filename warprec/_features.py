@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,16 +23,23 @@ import scipy.sparse as sp
 from ._inputs import IdMap
 from .exceptions import WarprecWarning
 
+if TYPE_CHECKING:
+    from typing import Any, Literal, overload
+
+    from numpy.typing import NDArray
+
+    from ._typing import FeatureData, Int64Array
+
 __all__ = ["FeatureEncoder"]
 
 
-def _tokens(value):
+def _tokens(value: object) -> list[str]:
     """The categories of one cell: its text, or the parts of a ``"a|b"`` list."""
     text = str(value)
     return [part for part in text.split("|") if part] if "|" in text else [text]
 
 
-def _is_numeric(series):
+def _is_numeric(series: pd.Series) -> bool:
     return (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series))
 
 
@@ -47,12 +55,16 @@ class FeatureEncoder:
         What :meth:`transform` needs (JSON-serialisable: saved with the model).
     """
 
-    def __init__(self, kind):
+    names_: NDArray[Any]
+    spec_: dict[str, Any]
+
+    def __init__(self, kind: Literal["user", "item"]) -> None:
         self.kind = kind
         self.id_column = f"{kind}_id"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, features, ids, n_rows):
+    def fit(self, features: FeatureData, ids: NDArray[Any] | None,
+            n_rows: int) -> sp.csr_matrix:
         """Learn the columns and encode ``features`` for the ``n_rows`` entities of the
         training data, whose raw ids are ``ids`` (None: indices). Returns the CSR matrix
         (float32, n_rows x n_features); entities without a row have no features."""
@@ -82,7 +94,7 @@ class FeatureEncoder:
         self.names_ = self._names()
         return sp.csr_matrix(out, dtype=np.float32)
 
-    def _names(self):
+    def _names(self) -> NDArray[Any]:
         if not self.spec_["frame"]:
             return np.array([str(k) for k in range(self.spec_["width"])], dtype=object)
         names = []
@@ -94,11 +106,11 @@ class FeatureEncoder:
         return np.array(names, dtype=object)
 
     @property
-    def n_features_(self):
+    def n_features_(self) -> int:
         return len(self.names_)
 
     # ------------------------------------------------------------------ transform
-    def transform(self, features):
+    def transform(self, features: FeatureData) -> tuple[sp.csr_matrix, NDArray[Any] | None]:
         """Encode rows of new (or known) entities with the fitted columns. Returns
         ``(matrix, ids)``: the CSR matrix (float32, n_rows x n_features) and, for a
         DataFrame, its id column (None for matrix input)."""
@@ -122,7 +134,7 @@ class FeatureEncoder:
         return matrix, None
 
     # ------------------------------------------------------------------ helpers
-    def _as_matrix(self, features):
+    def _as_matrix(self, features: FeatureData) -> sp.csr_matrix:
         if sp.issparse(features) or (isinstance(features, np.ndarray) and features.ndim == 2):
             try:
                 matrix = sp.csr_matrix(features, dtype=np.float32)
@@ -138,7 +150,17 @@ class FeatureEncoder:
                         f"array or a DataFrame with a {self.id_column!r} column, not "
                         f"{type(features).__name__}.")
 
-    def _encode_frame(self, frame, ids, n_rows, training):
+    if TYPE_CHECKING:  # the rows' indices come with training=True only
+        @overload
+        def _encode_frame(self, frame: pd.DataFrame, ids: NDArray[Any] | None, n_rows: int,
+                          training: Literal[True]) -> tuple[sp.csr_matrix, Int64Array]: ...
+
+        @overload
+        def _encode_frame(self, frame: pd.DataFrame, ids: None, n_rows: None,
+                          training: Literal[False]) -> tuple[sp.csr_matrix, None]: ...
+
+    def _encode_frame(self, frame: pd.DataFrame, ids: NDArray[Any] | None, n_rows: int | None,
+                      training: bool) -> tuple[sp.csr_matrix, Int64Array | None]:
         """(CSR of the frame's rows in frame order, the rows' entity indices or None)."""
         if self.id_column not in frame.columns:
             raise ValueError(f"{self.kind}_features needs a {self.id_column!r} column.")
@@ -207,11 +229,11 @@ class FeatureEncoder:
         return matrix, rows
 
     # ------------------------------------------------------------------ persistence
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(dict(kind=self.kind, spec=self.spec_))
 
     @classmethod
-    def from_json(cls, text):
+    def from_json(cls, text: str) -> FeatureEncoder:
         data = json.loads(text)
         encoder = cls(data["kind"])
         encoder.spec_ = data["spec"]

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any, Literal, SupportsFloat
+
+    from numpy.typing import NDArray
+
+    from ._typing import Constraint, ConstraintSpec, Int64Array, SparseMatrix
 
 __all__ = ["POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval", "Options",
            "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
@@ -38,14 +47,15 @@ class IdMap:
     :meth:`warprec.data.Interactions.user_index` has always done.
     """
 
-    def __init__(self, ids):
+    def __init__(self, ids: NDArray[Any]) -> None:
         self.ids = ids
         self._index = pd.Index(ids)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.ids)
 
-    def indexer(self, values, bools_as_ints=False):
+    def indexer(self, values: NDArray[Any] | pd.Series | pd.Index,
+                bools_as_ints: bool = False) -> Int64Array:
         """Indices of ``values`` (1-D array or Series), -1 for ids not in the map.
 
         Parameters
@@ -75,7 +85,7 @@ class IdMap:
 _REAL_TYPES = (int, float, np.integer, np.floating)
 
 
-def _is_finite(value):
+def _is_finite(value: SupportsFloat) -> bool:
     """Finite as a float (an int too large for a float is not)."""
     try:
         return math.isfinite(value)
@@ -100,14 +110,17 @@ class Interval:
         "a positive integer", "a number > 0", "a number in (0, 1)").
     """
 
-    def __init__(self, kind, left, right, *, closed="both", text=None):
+    def __init__(self, kind: type[numbers.Integral] | type[numbers.Real], left: float | None,
+                 right: float | None, *,
+                 closed: Literal["both", "left", "right", "neither"] = "both",
+                 text: str | None = None) -> None:
         if kind not in (numbers.Integral, numbers.Real):
             raise ValueError("kind must be numbers.Integral or numbers.Real.")
         if closed not in ("both", "left", "right", "neither"):
             raise ValueError("closed must be 'both', 'left', 'right' or 'neither'.")
         self.kind, self.left, self.right, self.closed, self.text = kind, left, right, closed, text
 
-    def accepts_type(self, value):
+    def accepts_type(self, value: object) -> bool:
         """Whether ``value`` has a type this interval is about."""
         if isinstance(value, (bool, np.bool_)):
             return False
@@ -115,7 +128,7 @@ class Interval:
             return isinstance(value, numbers.Integral)
         return isinstance(value, _REAL_TYPES)
 
-    def accepts(self, value):
+    def accepts(self, value: Any) -> bool:
         """Whether ``value`` lies in the interval (finite, of the right type)."""
         if not self.accepts_type(value):
             return False
@@ -127,7 +140,7 @@ class Interval:
         return self.right is None or not (value > self.right or (
             value == self.right and self.closed not in ("both", "right")))
 
-    def describe(self):
+    def describe(self) -> str:
         """The constraint in words, as error messages give it."""
         if self.text is not None:
             return self.text
@@ -161,16 +174,16 @@ class Options:
         The allowed values.
     """
 
-    def __init__(self, options):
+    def __init__(self, options: Iterable[str]) -> None:
         self.options = tuple(options)
 
-    def accepts_type(self, value):
+    def accepts_type(self, value: object) -> bool:
         return isinstance(value, str)
 
-    def accepts(self, value):
+    def accepts(self, value: object) -> bool:
         return isinstance(value, str) and value in self.options
 
-    def describe(self):
+    def describe(self) -> str:
         if len(self.options) == 1:
             return repr(self.options[0])
         return f"one of {sorted(self.options)}"
@@ -186,39 +199,39 @@ class InstanceOf:
         How error messages name it, e.g. "a numpy.random.Generator".
     """
 
-    def __init__(self, cls, text):
+    def __init__(self, cls: type, text: str) -> None:
         self.cls, self.text = cls, text
 
-    def accepts_type(self, value):
+    def accepts_type(self, value: object) -> bool:
         return isinstance(value, self.cls)
 
     accepts = accepts_type
 
-    def describe(self):
+    def describe(self) -> str:
         return self.text
 
 
 class _NoneConstraint:
-    def accepts_type(self, value):
+    def accepts_type(self, value: object) -> bool:
         return value is None
 
     accepts = accepts_type
 
-    def describe(self):
+    def describe(self) -> str:
         return "None"
 
 
 class _Boolean:
-    def accepts_type(self, value):
+    def accepts_type(self, value: object) -> bool:
         return isinstance(value, (bool, np.bool_))
 
     accepts = accepts_type
 
-    def describe(self):
+    def describe(self) -> str:
         return "True or False"
 
 
-def _constraint(spec):
+def _constraint(spec: ConstraintSpec) -> Constraint:
     """A constraint object from its declaration (None, "boolean" or an object)."""
     if spec is None:
         return _NoneConstraint()
@@ -237,7 +250,7 @@ RANDOM_STATE = [None, Interval(numbers.Integral, 0, None, closed="left"),
                 InstanceOf(np.random.Generator, "a numpy.random.Generator")]
 
 
-def validate_param(name, value, constraints):
+def validate_param(name: str, value: Any, constraints: Sequence[ConstraintSpec]) -> Any:
     """Check one value against a list of constraints (any one may accept it).
 
     Parameters
@@ -279,7 +292,8 @@ def validate_param(name, value, constraints):
     raise InvalidParameterError(f"{name} must be {allowed} (got {detail}).")
 
 
-def validate_params(params, constraints):
+def validate_params(params: Mapping[str, Any] | object,
+                    constraints: Mapping[str, Sequence[ConstraintSpec]]) -> dict[str, Any]:
     """Check parameters against declared constraints (scikit-learn's
     ``_parameter_constraints`` idea).
 
@@ -310,20 +324,21 @@ def validate_params(params, constraints):
             for name, specs in constraints.items()}
 
 
-def check_positive_int(value, name):
+def check_positive_int(value: object, name: str) -> int:
     """Return ``value`` as int if it is an integer >= 1, else raise
     :class:`~warprec.exceptions.InvalidParameterError`."""
     return int(validate_param(name, value, [POSITIVE_INT]))
 
 
-def check_k(k):
+def check_k(k: object) -> int:
     """Return a cut-off ``k`` as int; any value that is not an integer >= 1 (including
     booleans and floats such as 2.5) raises
     :class:`~warprec.exceptions.InvalidParameterError` (a ValueError)."""
     return check_positive_int(k, "k")
 
 
-def as_interaction_matrix(X, name="X"):
+def as_interaction_matrix(X: SparseMatrix | NDArray[Any],
+                          name: str = "X") -> sp.csr_matrix:
     """Canonical CSR (float32 values, sorted unique indices, no stored zeros).
 
     Accepts any scipy sparse matrix/array or a dense 2-D array of numbers or booleans.
@@ -379,7 +394,7 @@ def as_interaction_matrix(X, name="X"):
                          shape=csr.shape)
 
 
-def lookup_ids(raw, index_of, kind, n):
+def lookup_ids(raw: object, index_of: IdMap | None, kind: str, n: int) -> Int64Array:
     """Map raw ids (or indices when ``index_of`` is None) to int64 indices.
 
     Parameters
@@ -453,7 +468,7 @@ def lookup_ids(raw, index_of, kind, n):
     return idx
 
 
-def _is_hashable(v):
+def _is_hashable(v: object) -> bool:
     try:
         hash(v)
     except TypeError:

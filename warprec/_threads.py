@@ -8,11 +8,18 @@ import contextlib
 import os
 import threading
 import warnings
+from typing import TYPE_CHECKING
 
 import numba
 
 from ._inputs import check_positive_int
 from .exceptions import WarprecWarning
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 __all__ = ["resolve_threads", "kernel_threads", "run_in_threads"]
 
@@ -20,7 +27,7 @@ _KERNEL_LOCK = threading.RLock()
 _LAYER_CHOSEN = False
 
 
-def _choose_threading_layer():
+def _choose_threading_layer() -> None:
     """Before warprec's first parallel kernel: ask Numba for a fork-safe threading layer
     (``"forksafe"``: TBB if installed, an OpenMP runtime other than GNU's, else
     ``workqueue``), unless the user chose one (``NUMBA_THREADING_LAYER`` or
@@ -43,7 +50,7 @@ def _choose_threading_layer():
         numba.config.THREADING_LAYER = "forksafe"
 
 
-def resolve_threads(n_threads):
+def resolve_threads(n_threads: int | None) -> int:
     """``n_threads`` as an int: None means all of Numba's threads; more is clipped (warning)."""
     limit = numba.config.NUMBA_NUM_THREADS
     if n_threads is None:
@@ -56,7 +63,7 @@ def resolve_threads(n_threads):
 
 
 @contextlib.contextmanager
-def kernel_threads(n_threads):
+def kernel_threads(n_threads: int | None) -> Iterator[int]:
     """Run parallel kernels in the body with ``n_threads`` threads, safely.
 
     Sets Numba's (thread-local) thread count and restores it afterwards. Numba's
@@ -86,12 +93,12 @@ def kernel_threads(n_threads):
             numba.set_num_threads(previous)
 
 
-_POOL = None
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _forget_pool():
+def _forget_pool() -> None:
     """In a forked child: the pool's threads were not copied (a task submitted to it would
     never run) and another thread may have held the lock, so start afresh."""
     global _POOL, _POOL_SIZE, _POOL_LOCK
@@ -102,7 +109,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _pool(n_workers):
+def _pool(n_workers: int) -> concurrent.futures.ThreadPoolExecutor:
     """The shared pool of worker threads, with room for at least ``n_workers``."""
     global _POOL, _POOL_SIZE
     with _POOL_LOCK:
@@ -111,10 +118,10 @@ def _pool(n_workers):
             # once it is garbage collected and they are idle
             _POOL = concurrent.futures.ThreadPoolExecutor(n_workers, "warprec")
             _POOL_SIZE = n_workers
-        return _POOL
+        return _POOL  # type: ignore[return-value]  # not None: _POOL_SIZE >= 1 here
 
 
-def run_in_threads(task, n):
+def run_in_threads(task: Callable[[int], T], n: int) -> list[T]:
     """Run ``task(0), ..., task(n - 1)`` at the same time and return their results in order.
 
     ``task(0)`` runs in the calling thread and the others in a pool of worker threads that

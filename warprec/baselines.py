@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._base import FactorRecommender, fit_input
 from ._inputs import as_interaction_matrix
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+    from typing_extensions import Self
+
+    from ._typing import Float32Array, InteractionData, SparseMatrix
 
 __all__ = ["PopularityRecommender"]
 
@@ -19,10 +29,10 @@ class PopularityRecommender(FactorRecommender):
     :func:`warprec.metrics.evaluate` accepts it), with zero-dimensional factors.
     """
 
-    def __init__(self, n_threads=None):
+    def __init__(self, n_threads: int | None = None) -> None:
         self.n_threads = n_threads
 
-    def fit(self, X):
+    def fit(self, X: InteractionData) -> Self:
         """Count each item's positives in ``X`` (any input ``WARPFactorizer.fit`` takes)."""
         matrix, user_ids, item_ids = fit_input(X)
         if matrix.nnz == 0:
@@ -35,7 +45,8 @@ class PopularityRecommender(FactorRecommender):
         self.train_matrix_ = matrix
         return self
 
-    def fold_in(self, user_items, *, epochs=None):
+    def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
+                epochs: int | None = None) -> Float32Array:
         """Factors of users described by their interactions: every user's factor is the
         zero vector here (the scores are the item counts), one row per row of
         ``user_items`` (shape (n_rows, n_items_)); ``epochs`` is accepted for the

@@ -18,6 +18,13 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import TextIO
+
+    import pandas as pd
 
 #: The synthetic demo data shipped inside the package (``ratings.csv`` and ``movies.csv``,
 #: made by ``data/make_synthetic.py`` in the repository).
@@ -113,7 +120,7 @@ def _metric_list(text):
     return names
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``warprec`` command."""
     from . import __version__
 
@@ -335,7 +342,7 @@ def _fit_on_dask(model, train, args, out, client=None):
     return model
 
 
-def cmd_fit(args, out):
+def cmd_fit(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec fit``: read, keep positives, fit (on Dask with --dask-scheduler or
     --workers), save."""
     _check_output(args.output)
@@ -367,15 +374,15 @@ def _evaluate(model, test, train, args, client):
         return evaluate(model, test, train=train, k=args.k, metrics=args.metrics)
     import dask.dataframe as dd
 
-    from .dask import evaluate
+    from .dask import evaluate as evaluate_on_dask
 
     n_parts = max(1, len(client.scheduler_info()["workers"]))
-    return evaluate(model, dd.from_pandas(test, npartitions=n_parts, sort=False),
-                    train=dd.from_pandas(train, npartitions=n_parts, sort=False), k=args.k,
-                    metrics=args.metrics, client=client)
+    return evaluate_on_dask(model, dd.from_pandas(test, npartitions=n_parts, sort=False),
+                            train=dd.from_pandas(train, npartitions=n_parts, sort=False),
+                            k=args.k, metrics=args.metrics, client=client)
 
 
-def cmd_evaluate(args, out):
+def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec evaluate``: fit (or load) a model, evaluate it and a popularity baseline;
     with ``--dask-scheduler`` / ``--workers`` both on a Dask cluster (the fit unless
     ``--model`` loads one)."""
@@ -453,7 +460,7 @@ def _report_unknown(model, test):
                       stacklevel=2)
 
 
-def cmd_tune(args, out):
+def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec tune``: :func:`warprec.tune` on a ratings file; the trials, the best
     parameters (or JSON) and optionally the best model."""
     import math
@@ -466,12 +473,15 @@ def cmd_tune(args, out):
     if args.output:
         _check_output(args.output)
     data = _read_positives(args.ratings, args)
+    # the ignores: tuning.py annotates search_space as a dict (it takes the tuple
+    # SEARCH_SPACE too) and TuneResult.best_model and .trials as object
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
                   random_state=args.seed, metric=args.metric, verbose=not args.quiet,
                   search_space={"warp": WARP_SEARCH_SPACE, "ccl": CCL_SEARCH_SPACE,
-                                "both": SEARCH_SPACE}[args.space])
-    path = result.best_model.save(args.output) if args.output else None
-    trials = result.trials
+                                "both": SEARCH_SPACE}[args.space])  # type: ignore[arg-type]
+    path = (result.best_model.save(args.output)  # type: ignore[attr-defined]
+            if args.output else None)
+    trials: pd.DataFrame = result.trials  # type: ignore[assignment]
     if args.json:
         record = dict(best_params=result.best_params, best_score=result.best_score,
                       best_trial=result.best_trial, metric=result.metric,
@@ -544,7 +554,7 @@ def _json_value(value):
     return None if isinstance(value, float) and value != value else value
 
 
-def cmd_recommend(args, out):
+def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec recommend``: top-k raw item ids (and titles) for raw user ids."""
     from .model import WARPFactorizer
 
@@ -682,7 +692,7 @@ def _parse_id(text, known):
     return text
 
 
-def cmd_demo(args, out):
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec demo``: the whole loop on the embedded synthetic ratings."""
     from .baselines import PopularityRecommender
     from .data import positives, read_item_titles, read_ratings, split_random
@@ -722,8 +732,9 @@ def cmd_demo(args, out):
     return 0
 
 
-COMMANDS = {"fit": cmd_fit, "evaluate": cmd_evaluate, "tune": cmd_tune,
-            "recommend": cmd_recommend, "demo": cmd_demo}
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "fit": cmd_fit, "evaluate": cmd_evaluate, "tune": cmd_tune, "recommend": cmd_recommend,
+    "demo": cmd_demo}
 
 
 def _one_line(exc):
@@ -738,7 +749,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     (file or sys.stderr).write(f"warprec: warning: {text[0] if text else category.__name__}\n")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``warprec`` command; returns the exit code.
 
     Bad input (including hyperparameters that make training diverge) ends with a

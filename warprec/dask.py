@@ -424,7 +424,7 @@ def _exact_sum(values):
     (usually one to three floats). Adding such lists of every partition with
     :func:`math.fsum` gives the exactly rounded sum of all the values, whatever the
     partitioning: what :func:`warprec.metrics.evaluate` divides by the number of users."""
-    parts = []
+    parts: list[float] = []
     while True:   # ends: each remainder is below half an ulp of the previous one
         rest = math.fsum(itertools.chain(values, [-p for p in parts]))
         if rest == 0.0:
@@ -437,7 +437,8 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
     :func:`_exact_sum` floats) and the number of users where the metric is defined (AUC
     is not for every user)."""
     evaluated = prepared["evaluated"]
-    sums, defined = {name: [] for name in chosen}, dict.fromkeys(chosen, 0)
+    sums: dict[str, list[float]] = {name: [] for name in chosen}
+    defined = dict.fromkeys(chosen, 0)
     if evaluated.size:
         # evaluate_factors' checks and kernel, on this partition's users only
         user_factors = users.factors[evaluated]

@@ -39,6 +39,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,14 @@ from ._threads import kernel_threads
 from ._kernels.search import count_at_most
 from ._kernels.rng import mix64
 from .exceptions import WarprecWarning
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal, SupportsFloat, overload
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import Float32Array, Int64Array, RandomState
 
 __all__ = ["PlantedTruth", "make_interactions", "make_ratings"]
 
@@ -77,26 +86,26 @@ class PlantedTruth:
         ``gamma`` inside the taste component.
     """
 
-    user_taste: np.ndarray
-    cluster_taste: np.ndarray
-    cluster_genres: np.ndarray
-    item_cluster: np.ndarray
-    item_popularity: np.ndarray
+    user_taste: Float32Array
+    cluster_taste: Float32Array
+    cluster_genres: NDArray[np.bool_]
+    item_cluster: Int64Array
+    item_popularity: NDArray[np.floating[Any]]
     temperature: float
     taste_strength: float
     taste_popularity: float
 
     @property
-    def item_taste(self) -> np.ndarray:
+    def item_taste(self) -> Float32Array:
         """Item taste vectors, shape (n_items, rank) (built on access)."""
         return self.cluster_taste[self.item_cluster]
 
     @property
-    def item_genres(self) -> np.ndarray:
+    def item_genres(self) -> NDArray[np.bool_]:
         """Boolean (n_items, rank) matrix of each item's dominant taste dimensions."""
         return self.cluster_genres[self.item_cluster]
 
-    def affinity(self, users, items) -> np.ndarray:
+    def affinity(self, users: ArrayLike, items: ArrayLike) -> Float32Array:
         """Planted affinity ``t_u . v_i`` for paired index arrays ``users``, ``items``."""
         users = np.asarray(users)
         items = np.asarray(items)
@@ -107,12 +116,13 @@ class PlantedTruth:
 # --------------------------------------------------------------------------------------
 # validation and planting
 # --------------------------------------------------------------------------------------
-def _check_int(name: str, value, minimum: int) -> int:
+def _check_int(name: str, value: object, minimum: int) -> int:
     return int(validate_param(name, value, [Interval(Integral, minimum, None, closed="left",
                                                      text=f"an integer >= {minimum}")]))
 
 
-def _check_float(name: str, value, low: float, high: float, open_low=False) -> float:
+def _check_float(name: str, value: SupportsFloat, low: float, high: float,
+                 open_low: bool = False) -> float:
     value = float(value)
     ok = (value > low if open_low else value >= low) and value <= high
     if not np.isfinite(value) or not ok:
@@ -121,13 +131,14 @@ def _check_float(name: str, value, low: float, high: float, open_low=False) -> f
     return value
 
 
-def _unit_rows(a: np.ndarray) -> np.ndarray:
+def _unit_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
     norms = np.linalg.norm(a, axis=1, keepdims=True)
     return a / np.maximum(norms, 1e-12)
 
 
-def _tastes(rng, n: int, rank: int, primary: np.ndarray, p_second: float,
-            second_weight, noise: float):
+def _tastes(rng: np.random.Generator, n: int, rank: int, primary: NDArray[np.integer[Any]],
+            p_second: float, second_weight: Callable[[int], NDArray[np.float64]],
+            noise: float) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Unit vectors with a dominant ``primary`` dimension, an optional second one."""
     vec = rng.standard_normal((n, rank)) * noise
     rows = np.arange(n)
@@ -143,8 +154,9 @@ def _tastes(rng, n: int, rank: int, primary: np.ndarray, p_second: float,
     return _unit_rows(vec), genres
 
 
-def _plant(rng, n_users, n_items, rank, n_clusters, popularity_exponent,
-           temperature, taste_strength, taste_popularity) -> PlantedTruth:
+def _plant(rng: np.random.Generator, n_users: int, n_items: int, rank: int, n_clusters: int,
+           popularity_exponent: float, temperature: float, taste_strength: float,
+           taste_popularity: float) -> PlantedTruth:
     ranks = rng.permutation(n_items) + 1.0
     pop = ranks ** -popularity_exponent
     pop /= pop.sum()
@@ -170,7 +182,8 @@ def _plant(rng, n_users, n_items, rank, n_clusters, popularity_exponent,
     )
 
 
-def _activity(rng, n_users, total, min_per_user, max_per_user, exponent) -> np.ndarray:
+def _activity(rng: np.random.Generator, n_users: int, total: int, min_per_user: int,
+              max_per_user: int, exponent: float) -> Int64Array:
     """Per-user interaction counts: min + Pareto-weighted share of the rest, capped."""
     counts = np.full(n_users, min_per_user, dtype=np.int64)
     remaining = total - n_users * min_per_user
@@ -199,22 +212,25 @@ _TO_UNIT = 1.0 / 9007199254740992.0  # 2 ** -53
 
 
 @njit(**JIT)
-def _uniform(state):
+def _uniform(state: np.uint64) -> tuple[np.uint64, float]:
     """splitmix64 step: returns (new state, uniform float in [0, 1))."""
     state = state + _GOLDEN
     return state, np.float64(mix64(state) >> _S11) * _TO_UNIT
 
 
 @njit(**JIT)
-def _search_right(cdf, lo, hi, u):
+def _search_right(cdf: NDArray[np.float64], lo: int, hi: int, u: float) -> int:
     """First position in ``cdf[lo:hi]`` whose value exceeds ``u`` (clipped to hi - 1)."""
     return min(hi - 1, lo + count_at_most(cdf[lo:hi], u))
 
 
 @njit(**JIT)
-def _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight, inv_temperature,
-               strength, global_cdf, cluster_start, cluster_end, within_cdf, by_cluster,
-               pop_order, indices):
+def _fill_user(u: int, seed: np.uint64, indptr: Int64Array, user_taste: Float32Array,
+               cluster_taste: Float32Array, log_weight: NDArray[np.float64],
+               inv_temperature: float, strength: float, global_cdf: NDArray[np.float64],
+               cluster_start: Int64Array, cluster_end: Int64Array,
+               within_cdf: NDArray[np.float64], by_cluster: NDArray[np.integer[Any]],
+               pop_order: NDArray[np.integer[Any]], indices: NDArray[np.integer[Any]]) -> int:
     """Fill ``indices[indptr[u]:indptr[u + 1]]`` with distinct items for user ``u``.
 
     Items are drawn with replacement and repeats are skipped (= successive sampling
@@ -287,9 +303,13 @@ def _fill_user(u, seed, indptr, user_taste, cluster_taste, log_weight, inv_tempe
 
 
 @njit(**JIT)
-def _sample_serial(seed, indptr, user_taste, cluster_taste, log_weight, inv_temperature,
-                   strength, global_cdf, cluster_start, cluster_end, within_cdf,
-                   by_cluster, pop_order, indices):
+def _sample_serial(seed: np.uint64, indptr: Int64Array, user_taste: Float32Array,
+                   cluster_taste: Float32Array, log_weight: NDArray[np.float64],
+                   inv_temperature: float, strength: float, global_cdf: NDArray[np.float64],
+                   cluster_start: Int64Array, cluster_end: Int64Array,
+                   within_cdf: NDArray[np.float64], by_cluster: NDArray[np.integer[Any]],
+                   pop_order: NDArray[np.integer[Any]],
+                   indices: NDArray[np.integer[Any]]) -> int:
     """Run :func:`_fill_user` for every user; returns the number of fallbacks."""
     fallbacks = 0
     for u in range(indptr.shape[0] - 1):
@@ -300,9 +320,13 @@ def _sample_serial(seed, indptr, user_taste, cluster_taste, log_weight, inv_temp
 
 
 @njit(**PJIT)
-def _sample_parallel(seed, indptr, user_taste, cluster_taste, log_weight,
-                     inv_temperature, strength, global_cdf, cluster_start, cluster_end,
-                     within_cdf, by_cluster, pop_order, indices):
+def _sample_parallel(seed: np.uint64, indptr: Int64Array, user_taste: Float32Array,
+                     cluster_taste: Float32Array, log_weight: NDArray[np.float64],
+                     inv_temperature: float, strength: float, global_cdf: NDArray[np.float64],
+                     cluster_start: Int64Array, cluster_end: Int64Array,
+                     within_cdf: NDArray[np.float64], by_cluster: NDArray[np.integer[Any]],
+                     pop_order: NDArray[np.integer[Any]],
+                     indices: NDArray[np.integer[Any]]) -> int:
     """Same as :func:`_sample_serial` over threads (identical output)."""
     n_users = indptr.shape[0] - 1
     fallbacks = np.zeros(n_users, dtype=np.int64)
@@ -313,7 +337,7 @@ def _sample_parallel(seed, indptr, user_taste, cluster_taste, log_weight,
     return fallbacks.sum()
 
 
-def _sample(rng, truth: PlantedTruth, counts: np.ndarray) -> sp.csr_matrix:
+def _sample(rng: np.random.Generator, truth: PlantedTruth, counts: Int64Array) -> sp.csr_matrix:
     """Binary CSR matrix with ``counts[u]`` distinct items (sorted) in row ``u``."""
     n_items = truth.item_cluster.size
     n_clusters = truth.cluster_taste.shape[0]
@@ -364,9 +388,11 @@ def _sample(rng, truth: PlantedTruth, counts: np.ndarray) -> sp.csr_matrix:
     return X
 
 
-def _generate(n_users, n_items, n_interactions, rank, n_clusters, popularity_exponent,
-              activity_exponent, min_per_user, max_per_user, taste_strength, temperature,
-              taste_popularity, random_state):
+def _generate(n_users: int, n_items: int, n_interactions: int, rank: int,
+              n_clusters: int | None, popularity_exponent: float, activity_exponent: float,
+              min_per_user: int, max_per_user: int | None, taste_strength: float,
+              temperature: float, taste_popularity: float, random_state: RandomState,
+              ) -> tuple[PlantedTruth, sp.csr_matrix, np.random.Generator]:
     n_users = _check_int("n_users", n_users, 1)
     n_items = _check_int("n_items", n_items, 1)
     n_interactions = _check_int("n_interactions", n_interactions, 1)
@@ -407,12 +433,43 @@ def _generate(n_users, n_items, n_interactions, rank, n_clusters, popularity_exp
     return truth, _sample(rng, truth, counts), rng
 
 
+if TYPE_CHECKING:  # the return type follows return_truth
+    @overload
+    def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: int = 16,
+                          n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                          activity_exponent: float = 1.8, min_per_user: int = 5,
+                          max_per_user: int | None = None, taste_strength: float = 0.85,
+                          temperature: float = 0.1, taste_popularity: float = 0.7,
+                          random_state: RandomState = 0,
+                          return_truth: Literal[False] = False) -> sp.csr_matrix: ...
+
+    @overload
+    def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: int = 16,
+                          n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                          activity_exponent: float = 1.8, min_per_user: int = 5,
+                          max_per_user: int | None = None, taste_strength: float = 0.85,
+                          temperature: float = 0.1, taste_popularity: float = 0.7,
+                          random_state: RandomState = 0,
+                          return_truth: Literal[True]) -> tuple[sp.csr_matrix, PlantedTruth]: ...
+
+    @overload
+    def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: int = 16,
+                          n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                          activity_exponent: float = 1.8, min_per_user: int = 5,
+                          max_per_user: int | None = None, taste_strength: float = 0.85,
+                          temperature: float = 0.1, taste_popularity: float = 0.7,
+                          random_state: RandomState = 0,
+                          return_truth: bool = False,
+                          ) -> sp.csr_matrix | tuple[sp.csr_matrix, PlantedTruth]: ...
+
+
 def make_interactions(n_users: int, n_items: int, n_interactions: int, *, rank: int = 16,
                       n_clusters: int | None = None, popularity_exponent: float = 1.0,
                       activity_exponent: float = 1.8, min_per_user: int = 5,
                       max_per_user: int | None = None, taste_strength: float = 0.85,
                       temperature: float = 0.1, taste_popularity: float = 0.7,
-                      random_state=0, return_truth: bool = False):
+                      random_state: RandomState = 0, return_truth: bool = False,
+                      ) -> sp.csr_matrix | tuple[sp.csr_matrix, PlantedTruth]:
     """Synthetic binary user x item interactions with planted low-rank taste.
 
     See the module docstring for the generative model.
@@ -486,6 +543,42 @@ _HALF_STAR = {0.5: 0.014, 1.0: 0.028, 1.5: 0.018, 2.0: 0.075, 2.5: 0.055, 3.0: 0
 _WHOLE_STAR = {1.0: 0.061, 2.0: 0.114, 3.0: 0.271, 4.0: 0.342, 5.0: 0.212}
 
 
+if TYPE_CHECKING:  # the return type follows return_truth
+    @overload
+    def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
+                     n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                     activity_exponent: float = 1.8, min_per_user: int = 20,
+                     max_per_user: int | None = None, taste_strength: float = 0.85,
+                     temperature: float = 0.1, taste_popularity: float = 0.7,
+                     rating_noise: float = 0.6,
+                     half_stars: bool = True, start_time: int = 946684800,
+                     random_state: RandomState = 0,
+                     return_truth: Literal[False] = False) -> pd.DataFrame: ...
+
+    @overload
+    def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
+                     n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                     activity_exponent: float = 1.8, min_per_user: int = 20,
+                     max_per_user: int | None = None, taste_strength: float = 0.85,
+                     temperature: float = 0.1, taste_popularity: float = 0.7,
+                     rating_noise: float = 0.6,
+                     half_stars: bool = True, start_time: int = 946684800,
+                     random_state: RandomState = 0,
+                     return_truth: Literal[True]) -> tuple[pd.DataFrame, PlantedTruth]: ...
+
+    @overload
+    def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
+                     n_clusters: int | None = None, popularity_exponent: float = 1.0,
+                     activity_exponent: float = 1.8, min_per_user: int = 20,
+                     max_per_user: int | None = None, taste_strength: float = 0.85,
+                     temperature: float = 0.1, taste_popularity: float = 0.7,
+                     rating_noise: float = 0.6,
+                     half_stars: bool = True, start_time: int = 946684800,
+                     random_state: RandomState = 0,
+                     return_truth: bool = False,
+                     ) -> pd.DataFrame | tuple[pd.DataFrame, PlantedTruth]: ...
+
+
 def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
                  n_clusters: int | None = None, popularity_exponent: float = 1.0,
                  activity_exponent: float = 1.8, min_per_user: int = 20,
@@ -493,7 +586,8 @@ def make_ratings(n_users: int, n_items: int, n_ratings: int, *, rank: int = 16,
                  temperature: float = 0.1, taste_popularity: float = 0.7,
                  rating_noise: float = 0.6,
                  half_stars: bool = True, start_time: int = 946684800,
-                 random_state=0, return_truth: bool = False):
+                 random_state: RandomState = 0, return_truth: bool = False,
+                 ) -> pd.DataFrame | tuple[pd.DataFrame, PlantedTruth]:
     """Synthetic explicit ratings in the MovieLens long format, with planted taste.
 
     Which items each user rates follows exactly the model of :func:`make_interactions`

@@ -32,6 +32,6 @@ class DivergenceError(FloatingPointError):
         0, Adagrad accumulators to 1) or, with max-norm, does not apply the update.
     """
 
-    def __init__(self, message: str, epoch: int):
+    def __init__(self, message: str, epoch: int) -> None:
         super().__init__(message)
         self.epoch = epoch

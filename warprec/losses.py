@@ -36,10 +36,15 @@ Gradient
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._kernels.losses import (ordinal_loss_grad, ordinal_loss_grad_unit,
                               preference_loss_grad)
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "ordinal_loss",
@@ -51,7 +56,7 @@ __all__ = [
 
 
 
-def _as_scores(f):
+def _as_scores(f: ArrayLike) -> NDArray[np.float64]:
     f = np.ascontiguousarray(f, dtype=np.float64)
     if f.ndim != 1:
         raise ValueError(f"f must be a 1-D array of scores, got shape {f.shape}")
@@ -60,7 +65,7 @@ def _as_scores(f):
     return f
 
 
-def _as_int_array(x, name):
+def _as_int_array(x: ArrayLike, name: str) -> NDArray[np.int64]:
     """Convert to int64, accepting integer dtypes and integral-valued floats."""
     x = np.asarray(x)
     if x.dtype == np.bool_:
@@ -76,7 +81,7 @@ def _as_int_array(x, name):
     raise ValueError(f"{name} must contain integers, got dtype {x.dtype}")
 
 
-def _as_costs(c, name):
+def _as_costs(c: ArrayLike, name: str) -> NDArray[np.float64]:
     c = np.ascontiguousarray(c, dtype=np.float64)
     if not np.all(np.isfinite(c)):
         raise ValueError(f"{name} must contain only finite values")
@@ -86,7 +91,8 @@ def _as_costs(c, name):
     return c
 
 
-def ordinal_loss(f, y, C=None):
+def ordinal_loss(f: ArrayLike, y: ArrayLike,
+                 C: ArrayLike | None = None) -> tuple[float, NDArray[np.float64]]:
     r"""Ordinal-regression ranking loss and its gradient.
 
     .. math::
@@ -158,7 +164,8 @@ def ordinal_loss(f, y, C=None):
     return float(loss), grad
 
 
-def preference_loss(f, pairs, costs=None):
+def preference_loss(f: ArrayLike, pairs: ArrayLike,
+                    costs: ArrayLike | None = None) -> tuple[float, NDArray[np.float64]]:
     r"""Preference-relation ranking loss and its gradient.
 
     .. math::

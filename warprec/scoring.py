@@ -11,6 +11,7 @@ blocked scoring, thread control) are shared with :mod:`warprec.metrics`.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,11 +22,19 @@ from ._kernels.config import BLOCK_BYTES, MAX_BLOCK_ROWS, MIN_BLOCK_ROWS, NUMBA_
 from ._kernels.topk import topk_rows
 from ._threads import kernel_threads
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import Float32Array, Int32Array, Int64Array, SparseMatrix
+
 __all__ = ["topk_items"]
 
 
 
-def _as_float32_matrix(values, name):
+def _as_float32_matrix(values: ArrayLike, name: str) -> Float32Array:
     array = np.asarray(values)
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (got shape {array.shape})")
@@ -34,7 +43,9 @@ def _as_float32_matrix(values, name):
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def _as_factor_arrays(user_factors, item_factors, item_biases):
+def _as_factor_arrays(user_factors: ArrayLike, item_factors: ArrayLike,
+                      item_biases: ArrayLike | None,
+                      ) -> tuple[Float32Array, Float32Array, Float32Array]:
     """Validate the factors and return them as C-contiguous float32 arrays.
 
     ``item_biases=None`` means all-zero biases.
@@ -67,13 +78,13 @@ def _as_factor_arrays(user_factors, item_factors, item_biases):
     return users, items, biases
 
 
-def _check_finite(array, name):
+def _check_finite(array: NDArray[Any], name: str) -> None:
     """Raise ValueError if ``array`` holds NaN or infinite values."""
     if not np.isfinite(array).all():
         raise ValueError(f"{name} contains NaN or infinite values")
 
 
-def _as_user_indices(users, n_users):
+def _as_user_indices(users: ArrayLike, n_users: int) -> Int64Array:
     """Validate a 1-D array of user row indices in ``[0, n_users)`` (returns int64)."""
     array = np.asarray(users)
     if array.ndim != 1:
@@ -89,7 +100,7 @@ def _as_user_indices(users, n_users):
     return array.astype(np.int64, copy=False)
 
 
-def _as_item_mask(allowed_items, n_items):
+def _as_item_mask(allowed_items: ArrayLike, n_items: int) -> NDArray[np.bool_]:
     """Validate a boolean item mask of length ``n_items``."""
     mask = np.asarray(allowed_items)
     if mask.dtype != np.bool_:
@@ -100,7 +111,7 @@ def _as_item_mask(allowed_items, n_items):
     return mask
 
 
-def _as_csr(matrix, shape, name):
+def _as_csr(matrix: SparseMatrix, shape: tuple[int, int], name: str) -> sp.csr_matrix:
     """Return ``matrix`` as canonical CSR (see :func:`warprec._inputs.as_interaction_matrix`:
     duplicates summed in float64, stored zeros dropped, NaN/negative values rejected).
 
@@ -120,17 +131,17 @@ def _as_csr(matrix, shape, name):
     return as_interaction_matrix(matrix, name)
 
 
-def _csr_arrays(csr):
+def _csr_arrays(csr: sp.csr_matrix) -> tuple[Int64Array, Int32Array]:
     """(indptr int64, indices int32) of a CSR matrix, for the kernels."""
     return csr.indptr.astype(np.int64, copy=False), csr.indices.astype(np.int32, copy=False)
 
 
-def _empty_csr_arrays(n_rows):
+def _empty_csr_arrays(n_rows: int) -> tuple[Int64Array, Int32Array]:
     """(indptr, indices) of a CSR matrix with ``n_rows`` empty rows."""
     return np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
 
 
-def _default_block_rows(n_cols, block_size=None):
+def _default_block_rows(n_cols: int, block_size: int | None = None) -> int:
     """Number of users per block: ``block_size`` or about BLOCK_BYTES of scores."""
     if block_size is not None:
         return check_positive_int(block_size, "block_size")
@@ -140,7 +151,8 @@ def _default_block_rows(n_cols, block_size=None):
 
 
 
-def _score_blocks(user_factors, item_factors, users, block_size=None):
+def _score_blocks(user_factors: Float32Array, item_factors: Float32Array, users: Int64Array,
+                  block_size: int | None = None) -> Iterator[tuple[int, int, Float32Array]]:
     """Yield ``(start, stop, block)``: the raw scores ``U[users[start:stop]] @ V.T`` (no
     biases) of consecutive blocks of ``users``; a block is valid until the next one is
     requested.
@@ -161,7 +173,7 @@ def _score_blocks(user_factors, item_factors, users, block_size=None):
     buffers = [np.empty((min(block_rows, n_rows), n_items), dtype=np.float32)
                for _ in range(1 if small else min(2, len(starts)))]
 
-    def product(index):
+    def product(index: int) -> tuple[int, int, Float32Array]:
         start = starts[index]
         stop = min(start + block_rows, n_rows)
         block = buffers[index % len(buffers)][: stop - start]
@@ -184,7 +196,8 @@ def _score_blocks(user_factors, item_factors, users, block_size=None):
             yield current
 
 
-def _exclusion_for(exclude, users, n_users, n_items, columns):
+def _exclusion_for(exclude: SparseMatrix | None, users: Int64Array, n_users: int, n_items: int,
+                   columns: Int32Array | None) -> tuple[Int64Array, Int32Array]:
     """CSR arrays of the excluded columns of each requested user, in column space."""
     if exclude is None:
         return _empty_csr_arrays(users.shape[0])
@@ -194,8 +207,10 @@ def _exclusion_for(exclude, users, n_users, n_items, columns):
     return _csr_arrays(rows)
 
 
-def topk_items(user_factors, item_factors, item_biases, users, k, *, exclude=None,
-               allowed_items=None, block_size=None, n_threads=None):
+def topk_items(user_factors: ArrayLike, item_factors: ArrayLike, item_biases: ArrayLike | None,
+               users: ArrayLike, k: int, *, exclude: SparseMatrix | None = None,
+               allowed_items: ArrayLike | None = None, block_size: int | None = None,
+               n_threads: int | None = None) -> tuple[Int32Array, Float32Array]:
     """Best ``k`` items of each user under the factor model, without the full score matrix.
 
     The score of item ``i`` for user ``u`` is the float32 value

@@ -31,8 +31,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsFloat, TypeGuard
+
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["RankWeighting", "resolve_rank_weighting", "WEIGHTING_NAMES"]
 
@@ -54,11 +60,11 @@ class RankWeighting:
         Divide by ``L(m)``, ``m = ceil(p * n)``, so the weights of a user sum to 1 (OWPC).
     """
 
-    table: np.ndarray
+    table: NDArray[np.float64]
     top_fraction: float = 1.0
     normalize: bool = False
 
-    def loss(self, rank, n_negatives):
+    def loss(self, rank: ArrayLike, n_negatives: ArrayLike) -> float | NDArray[np.float64]:
         """Loss weight ``Phi_n(rank)`` for a rank among ``n_negatives`` negatives.
 
         Parameters
@@ -84,22 +90,23 @@ class RankWeighting:
         return value[()] if value.ndim == 0 else value
 
 
-def _top_positions(n, top_fraction):
+def _top_positions(n: ArrayLike, top_fraction: float) -> NDArray[np.int64]:
     """m = ceil(p * n), at least 1 (vectorised)."""
     return np.maximum(np.ceil(np.asarray(n) * top_fraction - 1e-9).astype(np.int64), 1)
 
 
-def _harmonic(n_max):
+def _harmonic(n_max: int) -> NDArray[np.float64]:
     table = np.zeros(n_max + 1)
     table[1:] = np.cumsum(1.0 / np.arange(1, n_max + 1))
     return table
 
 
-def _precision_at(k, n_max):
+def _precision_at(k: int, n_max: int) -> NDArray[np.float64]:
     return np.minimum(np.arange(n_max + 1, dtype=np.float64), float(k))
 
 
-def resolve_rank_weighting(rank_weighting, n_max, *, k=None, top_fraction=None) -> RankWeighting:
+def resolve_rank_weighting(rank_weighting: str | ArrayLike, n_max: int, *, k: int | None = None,
+                           top_fraction: float | None = None) -> RankWeighting:
     """Turn the estimator's ``rank_weighting`` parameter into a :class:`RankWeighting`.
 
     Parameters
@@ -177,7 +184,7 @@ def resolve_rank_weighting(rank_weighting, n_max, *, k=None, top_fraction=None) 
     return RankWeighting(table)
 
 
-def _is_fraction(value):
+def _is_fraction(value: Any) -> TypeGuard[SupportsFloat]:
     """Whether ``value`` is a real number in (0, 1]."""
     try:
         return not isinstance(value, (bool, str)) and 0.0 < float(value) <= 1.0
@@ -185,7 +192,7 @@ def _is_fraction(value):
         return False
 
 
-def _check_k(k):
+def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"precision@k weighting needs a positive integer k (got {k!r}).")
     return int(k)

@@ -28,19 +28,6 @@ import warprec
 #: modules). Remove a name when it is annotated: the test fails on a name listed here that
 #: is annotated or gone, and on any other unannotated one.
 PENDING = frozenset({
-    # warprec/model.py
-    "warprec.model.WARPFactorizer.__init__",
-    "warprec.model.WARPFactorizer.fit",
-    "warprec.model.WARPFactorizer.fold_in",
-    "warprec.model.WARPFactorizer.get_params",
-    "warprec.model.WARPFactorizer.load",
-    "warprec.model.WARPFactorizer.partial_fit",
-    "warprec.model.WARPFactorizer.save",
-    "warprec.model.WARPFactorizer.set_params",
-    # warprec/tuning.py
-    "warprec.tuning.tune",
-    # warprec/_dask_fit.py (warprec.dask.fit)
-    "warprec._dask_fit.fit",
     # warprec/_kernels/losses.py (re-exported by warprec.losses)
     "warprec._kernels.losses.ordinal_loss_grad",
     "warprec._kernels.losses.ordinal_loss_grad_unit",

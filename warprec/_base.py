@@ -50,7 +50,7 @@ class FactorRecommender:
     if TYPE_CHECKING:  # implemented by every subclass
         def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
                     epochs: int | None = None) -> Float32Array:
-            raise NotImplementedError
+            ...
 
     def _parameters_finite(self) -> bool:
         return bool(np.isfinite(self.user_factors_).all() and np.isfinite(self.item_factors_).all()

@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +35,9 @@ from ._defaults import WAIT_POLL_SECONDS
 from ._loss_specs import loss_spec
 from ._plan import resolve_epochs
 from ._trainer import finite, unit_rows
+
+if TYPE_CHECKING:
+    from .model import WARPFactorizer
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +229,9 @@ def _failures(what, epoch):
                            "state was lost or not updated; run warprec.dask.fit again.") from exc
 
 
-def fit(interactions, client=None, *, combine="mean", callback=None, **params):
+def fit(interactions: Any, client: Any = None, *, combine: str = "mean",
+        callback: Callable[[WARPFactorizer, dict[str, Any]], Any] | None = None,
+        **params: Any) -> WARPFactorizer:
     """Train a :class:`~warprec.WARPFactorizer` on the workers of a Dask cluster.
 
     The users are split into one shard per worker (contiguous blocks with about the same

@@ -8,6 +8,8 @@ kernel layer's own constants (cache lines, chunk sizes, prefetch distances) are 
 is in docs/design.md.
 """
 
+from typing import Any
+
 # --------------------------------------------------------------------- estimator defaults
 #: ``learning_rate="auto"`` resolves to ``min(AUTO_LR / positives per user, AUTO_LR_ITEM *
 #: sqrt(positives per item))`` clipped to ``[AUTO_LR_MIN, AUTO_LR_MAX]``. Adagrad's
@@ -82,7 +84,8 @@ INIT_SCALE = 0.1
 #: ``warprec fit --tuned`` and the speed benchmark's "tuned" pair: the values that 0.1's
 #: automatic decay gave there (alpha 0.009 at this rate). It is not a default for other
 #: data; :func:`warprec.tune` finds one for yours.
-TUNED_PARAMS = dict(learning_rate=0.03, alpha=0.009, max_sampled=30, epochs=40)
+TUNED_PARAMS: dict[str, Any] = dict(learning_rate=0.03, alpha=0.009, max_sampled=30,
+                                    epochs=40)
 
 #: Factor + Adagrad bytes above which the training kernel prefetches rows (about an L2
 #: cache's worth of parameters per core plus the shared L3's; below it the rows stay

@@ -13,7 +13,7 @@ attributes; the estimator calls them from ``fit``, ``partial_fit``, ``save`` and
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -61,14 +61,14 @@ def initialise(model, features, config):
             labels += [f"{kind}_id={x}" for x in (ids if ids is not None else range(n))]
         encoder = None
         if given is not None:
-            encoder = FeatureEncoder(kind)
+            encoder = FeatureEncoder(cast(Literal["user", "item"], kind))
             blocks.append(encoder.fit(given, ids, n))
             labels += list(encoder.names_)
-        if given is not None and encoder.n_features_ == 0 and not model.identity_features:
-            raise ValueError(f"{kind}_features has no feature column and identity_features="
-                             f"False: every {kind} would get the zero embedding, so every "
-                             f"score would be 0. Pass {kind}_features with at least one "
-                             f"column, or set identity_features=True.")
+            if encoder.n_features_ == 0 and not model.identity_features:
+                raise ValueError(f"{kind}_features has no feature column and "
+                                 f"identity_features=False: every {kind} would get the zero "
+                                 f"embedding, so every score would be 0. Pass {kind}_features "
+                                 f"with at least one column, or set identity_features=True.")
         setattr(model, f"{kind}_feature_encoder_", encoder)
         matrices.append(sp.hstack(blocks, format="csr", dtype=np.float32))
         names.append(np.array(labels, dtype=object))

@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def check_target(path: str | os.PathLike) -> str:
     return path
 
 
-def write(path: str, arrays: dict[str, np.ndarray]) -> str:
+def write(path: str, arrays: dict[str, Any]) -> str:
     """Write ``arrays`` to the ``.npz`` file ``path`` atomically: to a temporary file in
     the same folder that replaces ``path`` only once complete, with the permissions a
     plain ``open`` would give (an existing file's, else those of the process's umask)."""

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -143,7 +143,7 @@ def sample_weights(matrix: sp.csr_matrix, sample_weight: Any) -> np.ndarray:
                              f"matrix (got {sample_weight!r}).")
         w = matrix.data.astype(np.float64)
     elif sp.issparse(sample_weight):
-        W = sp.csr_matrix(sample_weight, dtype=np.float64)
+        W = sp.csr_matrix(cast(Any, sample_weight), dtype=np.float64)
         if W.shape != matrix.shape:
             raise ValueError(f"sample_weight has shape {W.shape} but X has {matrix.shape}.")
         W.sum_duplicates()
@@ -303,7 +303,7 @@ class Trainer:
             # (a check every ``interval`` epochs of this call, and after its last epoch)
             checked = monitor is not None and (done % int(interval) == 0
                                                or done == config.epochs)
-            if checked:
+            if checked and monitor is not None:
                 info["validation"] = monitor(model.user_factors_, model.item_factors_,
                                              model.item_biases_)
                 model.validation_scores_.append(info["validation"])
@@ -314,7 +314,7 @@ class Trainer:
             if model.verbose:
                 postfix = dict(loss=f"{info['loss']:.4g}",
                                trials=f"{info['mean_trials']:.2f}")
-                if model.validation_scores_:
+                if model.validation_scores_ and monitor is not None:
                     postfix[monitor.key] = f"{model.validation_scores_[-1]:.4f}"
                 progress.set_postfix(postfix)
             log.debug("epoch %d: %s", epoch, info)

@@ -11,7 +11,9 @@ import inspect
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +36,18 @@ from .exceptions import DivergenceError
 from .weights import resolve_rank_weighting
 
 __all__ = ["WARPFactorizer", "TUNED_PARAMS"]
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import (FeatureData, Float32Array, InteractionData, RandomState,
+                          SparseMatrix)
+
+    #: ``sample_weight`` of ``fit``: none, the values of X, one weight per positive, or a
+    #: sparse matrix with X's pattern
+    SampleWeight = None | Literal["values"] | ArrayLike | SparseMatrix
+    #: ``callback(model, info)`` after every epoch; returning False stops training
+    Callback = Callable[["WARPFactorizer", dict[str, Any]], Any]
 
 log = logging.getLogger(__name__)
 
@@ -364,16 +378,39 @@ class WARPFactorizer(FactorRecommender):
     #: :data:`warprec._plan.PARAMETER_CONSTRAINTS` and checked before every fit.
     _parameter_constraints = PARAMETER_CONSTRAINTS
 
-    def __init__(self, n_components=64, epochs="auto", learning_rate="auto", max_sampled=100,
-                 rank_weighting="harmonic", alpha="auto", n_threads=None, random_state=0, *,
-                 max_violators=1, loss="warp", n_negatives=200, margin=0.8,
-                 negative_weight="auto", dropout=0.0, temperature=0.2, k=None, n=10,
-                 top_fraction=None, learning_schedule="adagrad",
-                 negative_sampling="uniform", rank_estimator="sampled", init_scale="auto",
-                 max_norm=None, sample_order="auto", early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=10, validation_metric="ndcg@10",
-                 validation_interval="auto", learning_rate_drop="auto", verbose=False,
-                 identity_features=True):
+    # the fitted state beyond the base class's (set by ``fit``; unfitted models lack it)
+    seed_: int
+    init_scale_: float
+    user_grad_sq_: Float32Array
+    item_grad_sq_: Float32Array
+    bias_grad_sq_: Float32Array
+    epochs_done_: int
+    history_: list[dict[str, Any]]
+    validation_scores_: list[float]
+    learning_rate_drops_: list[tuple[int, float]]
+    learning_rate_: float
+    alpha_: float
+    interrupted_: bool
+
+    def __init__(self, n_components: int = 64, epochs: int | Literal["auto"] = "auto",
+                 learning_rate: float | Literal["auto"] = "auto", max_sampled: int = 100,
+                 rank_weighting: str | ArrayLike = "harmonic",
+                 alpha: float | Literal["auto"] = "auto", n_threads: int | None = None,
+                 random_state: RandomState = 0, *, max_violators: int = 1,
+                 loss: str = "warp", n_negatives: int = 200, margin: float = 0.8,
+                 negative_weight: float | Literal["auto"] = "auto",
+                 dropout: float | Literal["auto"] = 0.0, temperature: float = 0.2,
+                 k: int | None = None, n: int = 10, top_fraction: float | None = None,
+                 learning_schedule: str = "adagrad", negative_sampling: str = "uniform",
+                 rank_estimator: str = "sampled",
+                 init_scale: float | Literal["auto"] = "auto", max_norm: float | None = None,
+                 sample_order: str = "auto",
+                 early_stopping: bool | Literal["refit", "auto"] = "auto",
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
+                 validation_metric: str = "ndcg@10",
+                 validation_interval: int | Literal["auto"] = "auto",
+                 learning_rate_drop: float | Literal["auto"] = "auto", verbose: bool = False,
+                 identity_features: bool = True) -> None:
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -413,11 +450,11 @@ class WARPFactorizer(FactorRecommender):
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Parameters of this estimator (scikit-learn convention)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> WARPFactorizer:
         """Set parameters (scikit-learn convention); returns self."""
         valid = set(self._param_names())
         for key, value in params.items():
@@ -453,8 +490,11 @@ class WARPFactorizer(FactorRecommender):
         return text
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
-            validation_data=None, callback=None):
+    def fit(self, X: InteractionData, sample_weight: SampleWeight = None, *,
+            user_features: FeatureData | None = None,
+            item_features: FeatureData | None = None,
+            validation_data: InteractionData | None = None,
+            callback: Callback | None = None) -> WARPFactorizer:
         """Learn embeddings from positive interactions, starting from scratch.
 
         Parameters
@@ -518,8 +558,11 @@ class WARPFactorizer(FactorRecommender):
             setattr(self, name, value)
         self.early_stopping_ = True
 
-    def partial_fit(self, X, sample_weight=None, *, user_features=None, item_features=None,
-                    validation_data=None, callback=None):
+    def partial_fit(self, X: InteractionData, sample_weight: SampleWeight = None, *,
+                    user_features: FeatureData | None = None,
+                    item_features: FeatureData | None = None,
+                    validation_data: InteractionData | None = None,
+                    callback: Callback | None = None) -> WARPFactorizer:
         """Train ``epochs`` more epochs, continuing from the current parameters and
         optimizer state (same as :meth:`fit` on an unfitted model).
 
@@ -550,7 +593,8 @@ class WARPFactorizer(FactorRecommender):
         return self._train(X, sample_weight, validation_data, callback, fresh=False,
                            features=(user_features, item_features))
 
-    def fold_in(self, user_items, *, epochs=None):
+    def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
+                epochs: int | None = None) -> Float32Array:
         """Embeddings for users described by their interactions, the item side fixed.
 
         Trains one user row per row of ``user_items`` with the model's loss and settings
@@ -814,7 +858,7 @@ class WARPFactorizer(FactorRecommender):
         return matrix, user_ids, item_ids
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> str:
         """Write the fitted model to ``path`` (``.npz``, no pickle), atomically.
 
         The file holds every fitted attribute (factors, biases, optimizer state, id maps,
@@ -863,7 +907,7 @@ class WARPFactorizer(FactorRecommender):
         return _persistence.write(path, arrays)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike[str]) -> WARPFactorizer:
         """Read a model written by :meth:`save`.
 
         Raises

@@ -28,6 +28,7 @@ import time
 import types
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 from numbers import Real
 
 import numpy as np
@@ -41,6 +42,9 @@ from .exceptions import DivergenceError, WarprecWarning
 
 __all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
            "REDUCTION_FACTOR", "TuneResult", "tune"]
+
+if TYPE_CHECKING:
+    from ._typing import InteractionData, RandomState
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +181,11 @@ class TuneResult:
     best_trial: int = 0
 
 
-def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_state=0, *,
-         metric: str = "ndcg@10", validation_fraction: float = 0.1,
-         search_space: dict | None = None, max_epochs: int = 200, n_iter_no_change: int = 10,
+def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None = None,
+         random_state: RandomState = 0, *, metric: str = "ndcg@10",
+         validation_fraction: float = 0.1,
+         search_space: dict[str, Any] | tuple[dict[str, Any], ...] | None = None,
+         max_epochs: int = 200, n_iter_no_change: int = 10,
          verbose: bool = False) -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
@@ -347,6 +353,7 @@ def tune(X, time_budget: float = 120.0, n_threads: int | None = None, random_sta
                          f"user has a validation positive (a user needs at least 2 "
                          f"positives, and about 1 / validation_fraction for one held out). "
                          f"Raise validation_fraction or tune on more data.")
+    full: Any
     if user_ids is not None:
         from .data import Interactions
         full = Interactions(matrix, user_ids, item_ids)
@@ -583,7 +590,7 @@ class _Search:
             self.evaluate(defaults, k)
         bracket = 0
         while True:
-            members = []
+            members: list[_Trial] = []
             launched = self.fill_first_rung(members, bracket)
             if bracket == 0 and not launched and not self.exhausted:
                 self.only_defaults = True
@@ -932,7 +939,7 @@ _TUNE_CONSTRAINTS = {
 def _resolve_seed(random_state):
     """A seed from ``random_state`` (checked: None, an integer >= 0 or a Generator)."""
     if random_state is None:
-        return int(np.random.SeedSequence().entropy % 2**32)
+        return int(np.random.SeedSequence().entropy) % 2**32
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**32))
     return int(random_state)
@@ -970,7 +977,7 @@ def _check_sub_space(space, n_items, where):
     loss_spec = space.get("loss")
     choices = loss_spec if isinstance(loss_spec, (list, tuple, np.ndarray)) else []
     losses = [v for v in choices if _valid_loss(v)] or [WARPFactorizer().loss]
-    out = {}
+    out: dict[str, tuple[Any, ...]] = {}
     for name, spec in space.items():
         if name in _CONTROLLED:
             raise ValueError(f"{where} cannot set {name!r}: {_CONTROLLED[name]}.")

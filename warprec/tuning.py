@@ -970,7 +970,7 @@ def _check_sub_space(space, n_items, where):
     if not space:
         raise ValueError(f"{where} is empty: name at least one parameter to search "
                          f"(e.g. warprec.tuning.WARP_SEARCH_SPACE).")
-    names = [n for n in WARPFactorizer._param_names() if n not in _CONTROLLED]
+    names = [n for n in WARPFactorizer().get_params() if n not in _CONTROLLED]
     # every value is checked with each loss of the sub-space (some parameters do not
     # apply to some losses, e.g. alpha > 0 to loss="ccl")
     # (a bad "loss" entry fails its own check below, with its own message)

@@ -16,9 +16,9 @@ _LAZY = {
     "WARPFactorizer": "warprec.model",
     "TUNED_PARAMS": "warprec.model",
     "PopularityRecommender": "warprec.baselines",
-    "Interactions": "warprec.data",
+    "Interactions": "warprec.interactions",
     "evaluate": "warprec.metrics",
-    "PerUserHoldout": "warprec.model_selection",
+    "PerUserHoldout": "warprec.splitting",
     "tune": "warprec.tuning",
 }
 

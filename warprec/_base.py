@@ -453,8 +453,8 @@ class FactorRecommender:
             unknown_items = known & (i < 0)
             if count_unknown_items and unknown_items.any():
                 # each distinct unknown item of a user counts once in |relevant|
-                from .data import _codes
-                item_codes, _ = _codes(frame["item_id"].to_numpy()[unknown_items])
+                from ._grouping import factorize_ids
+                item_codes, _ = factorize_ids(frame["item_id"].to_numpy()[unknown_items])
                 pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
                 extra = np.bincount(pairs[0], minlength=n_users)
             return matrix, extra
@@ -529,7 +529,7 @@ def fit_input(X, user_ids=None, item_ids=None):
         Raw ids of the rows and columns; None for matrix input.
     """
     if _is_frame(X):
-        from .data import Interactions
+        from .interactions import Interactions
         X = Interactions.from_frame(X, user_ids=user_ids, item_ids=item_ids)
     user_ids = item_ids = None
     if _is_interactions(X):

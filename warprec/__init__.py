@@ -17,7 +17,7 @@ _LAZY = {
     "TUNED_PARAMS": "warprec.model",
     "PopularityRecommender": "warprec.baselines",
     "Interactions": "warprec.interactions",
-    "evaluate": "warprec.metrics",
+    "evaluate": "warprec.evaluation",
     "PerUserHoldout": "warprec.splitting",
     "tune": "warprec.tuning",
 }

@@ -17,7 +17,7 @@ from ._inputs import IdMap, as_interaction_matrix, check_k, lookup_ids
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
-__all__ = ["FactorRecommender", "fit_input"]
+__all__ = ["FactorRecommender", "fit_input", "top_frame"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -256,7 +256,7 @@ class FactorRecommender:
                                    n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index) if item_labels is None else _raw_ids(index, item_labels)
         if as_frame:
-            return _top_frame(users, single, index, out, scores)
+            return top_frame(users, single, index, out, scores)
         if single:
             return out[0], scores[0]
         return out, scores
@@ -408,7 +408,7 @@ class FactorRecommender:
         ranking but stay relevant (with a warning). Scoring uses the model's
         ``n_threads``.
         """
-        from .metrics import evaluate
+        from .evaluation import evaluate
 
         self._check_fitted()
         result = evaluate(self, X, train=self.train_matrix_, k=10, metrics=["ndcg"],
@@ -493,7 +493,7 @@ def _raw_ids(index, ids):
     return out
 
 
-def _top_frame(users, single, index, items, scores):
+def top_frame(users, single, index, items, scores):
     """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot."""
     import pandas as pd
 

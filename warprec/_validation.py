@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ._kernels.config import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
                               VALIDATION_PAIRS_PER_POSITIVE)
 from ._grouping import rank_within_user as _rank_within_user
-from .metrics import METRIC_NAMES, evaluate_factors
+from .evaluation import METRIC_NAMES, evaluate_factors
 
 __all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "auto_early_stopping",
            "check_interval", "early_stopping_holdout", "holdout", "parse_metric"]

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
@@ -32,19 +33,16 @@ from ._scoring import (as_csr, as_factor_arrays, check_finite, csr_arrays, empty
                        score_blocks)
 from ._threads import kernel_threads, run_in_threads
 from .exceptions import WarprecWarning
+from .interactions import Interactions
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ._base import FactorRecommender
-    from .interactions import Interactions
 
 __all__ = ["DEFAULT_METRICS", "METRIC_NAMES", "evaluate", "evaluate_factors"]
 
 #: What :func:`evaluate` takes as test and train interactions: whatever the model
 #: converts into its index space.
-InteractionData: TypeAlias = ("pd.DataFrame | Interactions | sp.spmatrix | sp.sparray | "
-                              "ArrayLike")
+InteractionData: TypeAlias = pd.DataFrame | Interactions | sp.spmatrix | sp.sparray | ArrayLike
 
 #: Every metric base name accepted by ``metrics=`` in :func:`evaluate_factors`.
 METRIC_NAMES = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc",
@@ -207,8 +205,6 @@ def per_user_values(user_factors: NDArray[np.float32], item_factors: NDArray[np.
 def _summarise(values, users, chosen, k, per_user, user_ids=None):
     columns = {metric_key(name, k): values[:, KERNEL_COLUMN[name]] for name in chosen}
     if per_user:
-        import pandas as pd
-
         index = users if user_ids is None else np.asarray(user_ids)[users]
         return pd.DataFrame(columns, index=pd.Index(index, name="user"))
     result = {}

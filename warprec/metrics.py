@@ -64,15 +64,15 @@ __all__ = [
 ]
 
 #: A ranked list: item ids, best first, without duplicates.
-RankedItems: TypeAlias = "Iterable[Hashable]"
+RankedItems: TypeAlias = Iterable[Hashable]
 #: Relevant items: a collection of item ids (gain 1 each), a dict item id -> gain, or a
 #: pair ``(item_ids, gains)`` of equal-length sequences. Gains are finite and >= 0.
-RelevantItems: TypeAlias = ("Iterable[Hashable] | Mapping[Hashable, float] | "
-                            "tuple[Sequence[Hashable] | NDArray[Any], "
-                            "Sequence[float] | NDArray[Any]]")
+RelevantItems: TypeAlias = (Iterable[Hashable] | Mapping[Hashable, float]
+                            | tuple[Sequence[Hashable] | NDArray[Any],
+                                    Sequence[float] | NDArray[Any]])
 #: Pair weights of Kendall's tau: an (n, n) array (entries u < v used) or a callable
 #: ``(u, v) -> weight``.
-PairWeights: TypeAlias = "ArrayLike | Callable[[int, int], float]"
+PairWeights: TypeAlias = ArrayLike | Callable[[int, int], float]
 
 _DCG_FORMS = ("exponential", "linear", "classic")
 

@@ -34,8 +34,8 @@ __all__ = ["PerUserHoldout", "split_leave_k_out", "split_random", "split_tempora
 
 #: What a ``random_state`` argument takes: anything :func:`numpy.random.default_rng`
 #: accepts (the global NumPy random state is never used).
-SeedLike: TypeAlias = ("int | np.integer[Any] | np.random.SeedSequence | "
-                       "np.random.BitGenerator | np.random.Generator | None")
+SeedLike: TypeAlias = (int | np.integer[Any] | np.random.SeedSequence | np.random.BitGenerator
+                       | np.random.Generator | None)
 
 
 def split_random(df: pd.DataFrame, test_fraction: float = 0.2,

@@ -645,6 +645,7 @@ def test_default_metrics_skip_the_auc_pass():
     """AUC is opt-in: the default keys have no "auc", and the kernel never runs the AUC
     pass for them (its column stays NaN) while the other values are unchanged."""
     from warprec._kernels import metrics as kernel_metrics
+    from warprec.evaluation import per_user_values
 
     rng = np.random.default_rng(36)
     user_factors, item_factors, biases = exact_factors(rng, 20, 30, 3)
@@ -660,8 +661,8 @@ def test_default_metrics_skip_the_auc_pass():
     counts = np.diff(test.indptr).astype(np.int64)
     users = np.flatnonzero(counts > 0)
     for chosen, computed in ((list(wm.DEFAULT_METRICS), False), (["auc"], True)):
-        values = wm._per_user_values(user_factors, item_factors, biases, test, train,
-                                     counts, users, 5, chosen, 1, None)
+        values = per_user_values(user_factors, item_factors, biases, test, train,
+                                 counts, users, 5, chosen, 1, None)
         assert np.isfinite(values[:, kernel_metrics.AUC]).any() == computed
 
 
@@ -761,12 +762,15 @@ def test_evaluate_rejects_objects_without_the_hook():
 def test_no_print_or_global_random_in_library():
     import inspect
 
+    import warprec._scoring
+    import warprec.evaluation
     import warprec.metrics
     import warprec.scoring
     from warprec._kernels import metrics as kernel_metrics
     from warprec._kernels import topk
 
-    for module in (warprec.metrics, warprec.scoring, kernel_metrics, topk):
+    for module in (warprec.metrics, warprec.evaluation, warprec.scoring, warprec._scoring,
+                   kernel_metrics, topk):
         source = inspect.getsource(module)
         assert "print(" not in source
         assert "np.random." not in source

@@ -234,10 +234,10 @@ def test_rejects_bad_shapes_and_values():
 @pytest.mark.parametrize("scoring_macs", [0, 2**40])
 def test_blas_and_numba_scoring_give_the_same_top_k(monkeypatch, scoring_macs):
     """Small problems are scored by a Numba kernel, large ones by BLAS (forced here)."""
-    import warprec.scoring
+    import warprec._scoring
     from warprec.metrics import evaluate_factors
 
-    monkeypatch.setattr(warprec.scoring, "NUMBA_SCORING_MACS", scoring_macs)
+    monkeypatch.setattr(warprec._scoring, "NUMBA_SCORING_MACS", scoring_macs)
     rng = np.random.default_rng(7)
     user_factors, item_factors, biases = random_problem(rng, 50, 70, 8, exact=True)
     exclude = random_exclusion(rng, 50, 70, 0.2)
@@ -253,7 +253,7 @@ def test_blas_and_numba_scoring_give_the_same_top_k(monkeypatch, scoring_macs):
     test.eliminate_zeros()
     got = evaluate_factors(user_factors, item_factors, biases, test, exclude, k=6,
                            block_size=16)
-    monkeypatch.setattr(warprec.scoring, "NUMBA_SCORING_MACS", 2**40 - scoring_macs)
+    monkeypatch.setattr(warprec._scoring, "NUMBA_SCORING_MACS", 2**40 - scoring_macs)
     other = evaluate_factors(user_factors, item_factors, biases, test, exclude, k=6,
                              block_size=16)
     assert got == other

@@ -15,10 +15,10 @@ if TYPE_CHECKING:  # what the lazy table below resolves to, for type checkers
     from typing import Any
 
     from .baselines import PopularityRecommender
-    from .data import Interactions
-    from .metrics import evaluate
+    from .evaluation import evaluate
+    from .interactions import Interactions
     from .model import TUNED_PARAMS, WARPFactorizer
-    from .model_selection import PerUserHoldout
+    from .splitting import PerUserHoldout
     from .tuning import tune
 
 __version__ = "0.2.0"
@@ -27,9 +27,9 @@ _LAZY = {
     "WARPFactorizer": "warprec.model",
     "TUNED_PARAMS": "warprec.model",
     "PopularityRecommender": "warprec.baselines",
-    "Interactions": "warprec.data",
-    "evaluate": "warprec.metrics",
-    "PerUserHoldout": "warprec.model_selection",
+    "Interactions": "warprec.interactions",
+    "evaluate": "warprec.evaluation",
+    "PerUserHoldout": "warprec.splitting",
     "tune": "warprec.tuning",
 }
 

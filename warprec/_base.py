@@ -29,7 +29,7 @@ if TYPE_CHECKING:
                           SparseMatrix)
     from .data import Interactions
 
-__all__ = ["FactorRecommender", "fit_input"]
+__all__ = ["FactorRecommender", "fit_input", "top_frame"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -317,7 +317,7 @@ class FactorRecommender:
                                    n_threads=self.n_threads if n_threads is None else n_threads)
         out = self._raw_items(index) if item_labels is None else _raw_ids(index, item_labels)
         if as_frame:
-            return _top_frame(users, single, index, out, scores)
+            return top_frame(users, single, index, out, scores)
         if single:
             return out[0], scores[0]
         return out, scores
@@ -484,12 +484,12 @@ class FactorRecommender:
         ranking but stay relevant (with a warning). Scoring uses the model's
         ``n_threads``.
         """
-        from .metrics import evaluate
+        from .evaluation import evaluate
 
         self._check_fitted()
         result = evaluate(self, X, train=self.train_matrix_, k=10, metrics=["ndcg"],
                           n_threads=self.n_threads)
-        return float(result["ndcg@10"])
+        return float(result["ndcg@10"])  # type: ignore[arg-type]  # (a float, not per user)
 
     def _as_index_matrix(self, X: InteractionData, name: str, count_unknown_items: bool,
                          ) -> tuple[sp.csr_matrix, Int64Array]:
@@ -531,8 +531,8 @@ class FactorRecommender:
             unknown_items = known & (i < 0)
             if count_unknown_items and unknown_items.any():
                 # each distinct unknown item of a user counts once in |relevant|
-                from .data import _codes
-                item_codes, _ = _codes(frame["item_id"].to_numpy()[unknown_items])
+                from ._grouping import factorize_ids
+                item_codes, _ = factorize_ids(frame["item_id"].to_numpy()[unknown_items])
                 pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
                 extra = np.bincount(pairs[0], minlength=n_users)
             return matrix, extra
@@ -572,7 +572,7 @@ def _raw_ids(index: NDArray[np.integer[Any]], ids: NDArray[Any] | None) -> NDArr
     return out
 
 
-def _top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
+def top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
                items: NDArray[Any], scores: Float32Array) -> pd.DataFrame:
     """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot."""
     import pandas as pd
@@ -611,14 +611,13 @@ def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
         Raw ids of the rows and columns; None for matrix input.
     """
     if _is_frame(X):
-        from .data import Interactions
+        from .interactions import Interactions
         X = Interactions.from_frame(X, user_ids=user_ids, item_ids=item_ids)
     user_ids = item_ids = None
     if _is_interactions(X):
         user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
         X = X.matrix
-    # X is a matrix here (Interactions.matrix is not annotated yet)
-    return as_interaction_matrix(X), user_ids, item_ids  # type: ignore[arg-type]
+    return as_interaction_matrix(X), user_ids, item_ids
 
 
 def _is_single(ids: ArrayLike) -> bool:

@@ -14,8 +14,8 @@ import scipy.sparse as sp
 
 from ._defaults import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
                         VALIDATION_PAIRS_PER_POSITIVE)
-from .data import _rank_within_user
-from .metrics import METRIC_NAMES, evaluate_factors
+from ._grouping import rank_within_user as _rank_within_user
+from .evaluation import METRIC_NAMES, evaluate_factors
 
 __all__ = ["VALIDATION_MAX_USERS", "BestSnapshot", "Monitor", "auto_early_stopping",
            "check_interval", "early_stopping_holdout", "holdout", "parse_metric"]
@@ -144,7 +144,7 @@ class Monitor:
         result = evaluate_factors(user_factors[self.users], item_factors, item_biases,
                                   self.valid, self.train, k=self.k, metrics=[self.name],
                                   n_relevant=self.n_relevant, n_threads=self.n_threads)
-        return float(result[self.key])
+        return float(result[self.key])  # type: ignore[arg-type]  # (a float, not per user)
 
 
 class BestSnapshot:

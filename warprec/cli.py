@@ -649,7 +649,8 @@ def _read_user_ids(path):
     if path is None:
         return []
     if os.path.splitext(path)[1].lower() in (".parquet", ".pq"):
-        from .data import _check_path, _read_parquet
+        from ._files import check_path as _check_path
+        from ._files import read_parquet as _read_parquet
 
         try:
             frame = _read_parquet(_check_path(path, allow_dir=True))

@@ -38,21 +38,21 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
         "warprec.dask needs Dask and pyarrow, which warprec does not install by default: "
         "pip install 'warprec[dask]'") from exc
 
-from ._base import FactorRecommender, _top_frame
+from ._base import FactorRecommender, top_frame
 from ._dask_fit import fit
 from ._inputs import IdMap, check_k, lookup_ids
 from ._kernels.config import NUMBA_SCORING_MACS
-from .exceptions import WarprecWarning
-from .metrics import (
-    _KERNEL_COLUMN,
-    _metric_key,
-    _metric_selection,
-    _pattern,
-    _per_user_values,
-    _relevance_matrix,
-    _relevant_counts,
+from ._scoring import as_csr, as_factor_arrays, check_finite
+from .evaluation import (
+    KERNEL_COLUMN,
+    metric_key,
+    metric_selection,
+    per_user_values,
+    relevance_matrix,
+    relevant_counts,
+    sparsity_pattern,
 )
-from .scoring import _as_csr, _as_factor_arrays, _check_finite
+from .exceptions import WarprecWarning
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -129,7 +129,7 @@ def _sides(model):
         raise TypeError(f"model must be a fitted warprec model such as "
                         f"warprec.WARPFactorizer; got {type(model).__name__}.")
     model._check_fitted()
-    user_factors, item_factors, item_biases = _as_factor_arrays(
+    user_factors, item_factors, item_biases = as_factor_arrays(
         model.user_factors_, model.item_factors_, model.item_biases_)
     return (_Side(user_factors, None, model.user_ids_),
             _Side(item_factors, item_biases, model.item_ids_))
@@ -287,7 +287,7 @@ def _recommend_partition(part, users, items, seen, k, exclude_seen, n_threads, d
                                       exclude_seen=exclude_seen)
         top, scores = top[:len(values)], scores[:len(values)]
         # recommend's frame of these users: unfilled slots are those scored -inf
-        frame = _top_frame(values, False, np.where(np.isneginf(scores), -1, 0), top, scores)
+        frame = top_frame(values, False, np.where(np.isneginf(scores), -1, 0), top, scores)
     if dict(frame.dtypes) != dtypes:
         frame = frame.astype(dtypes)
     return frame
@@ -300,7 +300,7 @@ def _output_meta(model, user_dtype):
 
     labels = meta_nonempty(pd.Series([], dtype=user_dtype)).to_numpy()[:1]
     index = np.zeros((1, 1), dtype=np.int32)
-    frame = _top_frame(labels, False, index, model._raw_items(index),
+    frame = top_frame(labels, False, index, model._raw_items(index),
                        np.zeros((1, 1), dtype=np.float32))
     return frame.iloc[:0]
 
@@ -408,11 +408,12 @@ def _prepare_partition(part, users, items, train, chosen):
     # raised once, on the client, from the counts of every partition)
     test, extra = model._as_index_matrix(known, "test", True)
     n_relevant = np.diff(test.indptr).astype(np.int64) + extra
-    test = _relevance_matrix(test, (model.n_users_, model.n_items_), "ndcg_graded" in chosen)
-    counts = _relevant_counts(n_relevant, test)
+    test = relevance_matrix(test, (model.n_users_, model.n_items_), "ndcg_graded" in chosen)
+    counts = relevant_counts(n_relevant, test)
     overlap = 0
     if train is not None and test.nnz and train.matrix.nnz:
-        overlap = int(_pattern(test).multiply(_pattern(train.matrix)).count_nonzero())
+        both = sparsity_pattern(test).multiply(sparsity_pattern(train.matrix))
+        overlap = int(both.count_nonzero())
     evaluated = np.flatnonzero(counts > 0)
     return dict(evaluated=evaluated, test=test[evaluated], counts=counts[evaluated],
                 overlap=overlap, unknown_rows=int(unknown.sum()), unknown_users=unknown_users)
@@ -442,19 +443,19 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
     if evaluated.size:
         # evaluate_factors' checks and kernel, on this partition's users only
         user_factors = users.factors[evaluated]
-        _check_finite(user_factors, "user_factors")
-        _check_finite(items.factors, "item_factors")
-        _check_finite(items.biases, "item_biases")
+        check_finite(user_factors, "user_factors")
+        check_finite(items.factors, "item_factors")
+        check_finite(items.biases, "item_biases")
         n_rows = _rows_to_score(evaluated.size, n_total, items.factors.shape[0],
                                 user_factors.shape[1])
         rows = _padded(np.arange(evaluated.size), n_rows)
-        values = _per_user_values(user_factors, items.factors, items.biases,
+        values = per_user_values(user_factors, items.factors, items.biases,
                                   prepared["test"],
                                   None if train is None else train.matrix[evaluated],
                                   prepared["counts"], rows, k, chosen, None,
                                   None)[:evaluated.size]
         for name in chosen:
-            column = values[:, _KERNEL_COLUMN[name]]
+            column = values[:, KERNEL_COLUMN[name]]
             column = column[~np.isnan(column)]
             sums[name], defined[name] = _exact_sum(column.tolist()), int(column.size)
     return dict(sums=sums, defined=defined, n_users=int(evaluated.size),
@@ -480,7 +481,7 @@ def _combine(parts, train):
 
 def _train_matrix(seen, shape):
     """The train matrix as evaluate_factors reads it (canonical CSR, checked)."""
-    return _Seen(_as_csr(seen.matrix, shape, "train"), seen.unknown_rows, seen.unknown_users)
+    return _Seen(as_csr(seen.matrix, shape, "train"), seen.unknown_rows, seen.unknown_users)
 
 
 def _warn_unknown(name, rows, n_users):
@@ -552,7 +553,7 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     user_side, item_side = _sides(model)
     _check_raw_ids(model, "test")
     k = check_k(k)
-    chosen = _metric_selection(metrics)
+    chosen = metric_selection(metrics)
     test_frame = _as_dask_frame(test, "test", ["user_id", "item_id"], _GAIN_COLUMNS)
     gain_column = next((c for c in _GAIN_COLUMNS if c in test_frame.columns), None)
     if gain_column is not None:
@@ -589,7 +590,7 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     result: dict[str, float | int] = {}
     for name in chosen:
         count = total["defined"].get(name, 0)
-        result[_metric_key(name, k)] = (total["sums"][name] / count if count
+        result[metric_key(name, k)] = (total["sums"][name] / count if count
                                         else float("nan"))
     result["n_users"] = int(total["n_users"])
     return result

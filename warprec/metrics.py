@@ -1,9 +1,12 @@
-"""Ranking metrics: single-query functions and fast evaluation of factor models.
+"""Ranking metrics of one query: reference definitions that need no model.
 
-Single-query functions take the ranked list of one user (item ids, best first) and
-that user's relevant items, and need no model. :func:`evaluate_factors` and
-:func:`evaluate` score every test user at once with the blocked matmul + Numba
-kernel of :mod:`warprec.scoring` and average the per-user values.
+Each function takes the ranked list of one user (item ids, best first) and that user's
+relevant items (or, for DCG, AUC, Kendall's tau and ERU, the gains or scores
+themselves) and returns one number. The batch evaluator that scores every test user of
+a factor model at once, :func:`~warprec.evaluation.evaluate_factors` and
+:func:`~warprec.evaluation.evaluate`, lives in :mod:`warprec.evaluation`; it computes the
+same definitions, and ``warprec.metrics.evaluate``, ``evaluate_factors``,
+``METRIC_NAMES`` and ``DEFAULT_METRICS`` remain importable from here.
 
 Conventions (the evaluation protocol of the ML-100K benchmark split): for a user
 with test items ``R`` and cut-off ``k``,
@@ -29,24 +32,16 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
-import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._kernels import metrics as _kmetrics
-from ._inputs import check_k, check_positive_int
-from ._threads import kernel_threads, run_in_threads
+from ._inputs import check_k
+from .evaluation import DEFAULT_METRICS, METRIC_NAMES, evaluate, evaluate_factors
 from .exceptions import WarprecWarning
-from .scoring import (
-    _as_csr,
-    _as_factor_arrays,
-    _check_finite,
-    _csr_arrays,
-    _empty_csr_arrays,
-    _score_blocks,
-)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -68,24 +63,16 @@ __all__ = [
     "weighted_kendall_tau",
 ]
 
-#: Every metric base name accepted by ``metrics=`` in :func:`evaluate_factors`.
-METRIC_NAMES = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "auc",
-                "ndcg_graded")
-#: The metrics computed when ``metrics=None``: every top-k metric with binary gains.
-#: The full AUC (every relevant item against every eligible item) is left out because it
-#: needs a second pass over each user's scores; ask for it with ``"auc"``.
-DEFAULT_METRICS = ("precision", "recall", "map", "mrr", "ndcg", "hit_rate")
-
-_KERNEL_COLUMN = {
-    "precision": _kmetrics.PRECISION,
-    "recall": _kmetrics.RECALL,
-    "map": _kmetrics.AVERAGE_PRECISION,
-    "mrr": _kmetrics.RECIPROCAL_RANK,
-    "ndcg": _kmetrics.NDCG,
-    "hit_rate": _kmetrics.HIT_RATE,
-    "auc": _kmetrics.AUC,
-    "ndcg_graded": _kmetrics.NDCG_GRADED,
-}
+#: A ranked list: item ids, best first, without duplicates.
+RankedItems: TypeAlias = Iterable[Hashable]
+#: Relevant items: a collection of item ids (gain 1 each), a dict item id -> gain, or a
+#: pair ``(item_ids, gains)`` of equal-length sequences. Gains are finite and >= 0.
+RelevantItems: TypeAlias = (Iterable[Hashable] | Mapping[Hashable, float]
+                            | tuple[Sequence[Hashable] | NDArray[Any],
+                                    Sequence[float] | NDArray[Any]])
+#: Pair weights of Kendall's tau: an (n, n) array (entries u < v used) or a callable
+#: ``(u, v) -> weight``.
+PairWeights: TypeAlias = ArrayLike | Callable[[int, int], float]
 
 _DCG_FORMS = ("exponential", "linear", "classic")
 
@@ -182,7 +169,7 @@ def _hit_flags(ranked, relevant, k):
 # Single-query binary metrics
 # ----------------------------------------------------------------------------
 
-def precision_at_k(ranked, relevant, k=None):
+def precision_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = None) -> float:
     """Precision at k of one ranked list.
 
     P@k = (number of relevant items among the first k ranked items) / k.
@@ -217,7 +204,7 @@ def precision_at_k(ranked, relevant, k=None):
     return sum(flags) / denominator if denominator else 0.0
 
 
-def recall_at_k(ranked, relevant, k=None):
+def recall_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = None) -> float:
     """Recall at k of one ranked list.
 
     R@k = (number of relevant items among the first k ranked items) / |relevant|.
@@ -240,7 +227,8 @@ def recall_at_k(ranked, relevant, k=None):
     return sum(flags) / n_relevant if n_relevant else 0.0
 
 
-def average_precision_at_k(ranked, relevant, k=None):
+def average_precision_at_k(ranked: RankedItems, relevant: RelevantItems,
+                           k: int | None = None) -> float:
     """Average precision at k (AP@k) of one ranked list.
 
     AP@k = (sum of P@i over the positions i <= k holding a relevant item)
@@ -277,7 +265,8 @@ def average_precision_at_k(ranked, relevant, k=None):
     return precision_sum / denominator
 
 
-def map_at_k(rankings, relevants, k=None):
+def map_at_k(rankings: Iterable[RankedItems], relevants: Iterable[RelevantItems],
+             k: int | None = None) -> float:
     """Mean average precision at k over several queries.
 
     Parameters
@@ -314,7 +303,8 @@ def map_at_k(rankings, relevants, k=None):
     return float(np.mean(values))
 
 
-def reciprocal_rank_at_k(ranked, relevant, k=None):
+def reciprocal_rank_at_k(ranked: RankedItems, relevant: RelevantItems,
+                         k: int | None = None) -> float:
     """Reciprocal rank at k (the per-query term of MRR@k).
 
     RR@k = 1 / (rank of the first relevant item), if that rank is <= k, else 0.
@@ -341,7 +331,7 @@ def reciprocal_rank_at_k(ranked, relevant, k=None):
     return 0.0
 
 
-def hit_rate_at_k(ranked, relevant, k=None):
+def hit_rate_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = None) -> float:
     """Hit rate at k of one ranked list: 1.0 if any of the first k items is relevant.
 
     Parameters
@@ -414,7 +404,8 @@ def _dcg(gains, form):
     return float(np.sum(numerators / np.log2(positions + 1.0)))
 
 
-def dcg_at_k(gains_in_rank_order, k=None, form="exponential"):
+def dcg_at_k(gains_in_rank_order: ArrayLike, k: int | None = None,
+             form: str = "exponential") -> float:
     """Discounted cumulative gain of the first k gains of a ranking.
 
     With ``r_i`` the gain of the item at (1-based) position ``i``:
@@ -453,7 +444,8 @@ def dcg_at_k(gains_in_rank_order, k=None, form="exponential"):
     return _dcg(gains if cutoff is None else gains[:cutoff], form)
 
 
-def ndcg_at_k(ranked, relevant, k=None, form="exponential"):
+def ndcg_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = None,
+              form: str = "exponential") -> float:
     """Normalised DCG at k of one ranked list.
 
     NDCG@k = DCG@k(ranking) / IDCG@k, where IDCG@k is the DCG@k of the best possible
@@ -522,7 +514,8 @@ def _as_mask(mask, n, name):
     raise TypeError(f"{name} must be a boolean (or 0/1) mask")
 
 
-def auc(scores, relevant_mask, exclude_mask=None):
+def auc(scores: ArrayLike, relevant_mask: ArrayLike,
+        exclude_mask: ArrayLike | None = None) -> float:
     """Area under the ROC curve of one user's scores.
 
     AUC = fraction of (relevant, non-relevant) item pairs in which the relevant item
@@ -625,7 +618,8 @@ def _tie_pairs(values):
     return int(np.sum(counts * (counts - 1) // 2))
 
 
-def kendall_tau(ranking_a, ranking_b, weights=None):
+def kendall_tau(ranking_a: ArrayLike, ranking_b: ArrayLike,
+                weights: PairWeights | None = None) -> float:
     """Kendall's tau (tau-a) between two rankings of the same n objects.
 
     tau = sum_{u<v} w_uv sgn(a_u - a_v) sgn(b_u - b_v) / sum_{u<v} w_uv,
@@ -674,7 +668,8 @@ def kendall_tau(ranking_a, ranking_b, weights=None):
     return balance / n_pairs
 
 
-def weighted_kendall_tau(pi, pi_star, w=None):
+def weighted_kendall_tau(pi: ArrayLike, pi_star: ArrayLike,
+                         w: PairWeights | None = None) -> float:
     """Weighted Kendall's tau of Murphy 2012, eq. 9.130, in [0, 1].
 
     tau(pi, pi*) = sum_{u<v} w_uv [1 + sgn(pi_u - pi_v) sgn(pi*_u - pi*_v)]
@@ -724,7 +719,8 @@ def _eru(gains, d, alpha):
     return float(np.sum(weights * np.maximum(gains - d, 0.0)))
 
 
-def expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None):
+def expected_rank_utility(ranked_gains: ArrayLike, d: float = 0.0, alpha: float = 5.0,
+                          k: int | None = None) -> float:
     """Expected rank utility (Breese, Heckerman & Kadie 1998's R_a) of one ranked list.
 
     As defined in Weimer, Karatzoglou, Le & Smola 2007, appendix "Ranking losses",
@@ -758,8 +754,9 @@ def expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None):
     return _eru(gains if cutoff is None else gains[:cutoff], d, alpha)
 
 
-def normalized_expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None, *,
-                                     ideal_gains=None):
+def normalized_expected_rank_utility(ranked_gains: ArrayLike, d: float = 0.0,
+                                     alpha: float = 5.0, k: int | None = None, *,
+                                     ideal_gains: ArrayLike | None = None) -> float:
     """Normalised expected rank utility: ERU / ERU of the ideal ordering.
 
     NERU(pi, y) = ERU(pi, y) / ERU(argsort(y) descending, y); see
@@ -791,309 +788,3 @@ def normalized_expected_rank_utility(ranked_gains, d=0.0, alpha=5.0, k=None, *,
         gains, ideal = gains[:cutoff], ideal[:cutoff]
     ideal_eru = _eru(ideal, d, alpha)
     return _eru(gains, d, alpha) / ideal_eru if ideal_eru > 0 else 0.0
-
-
-# ----------------------------------------------------------------------------
-# Fast evaluation of factor models
-# ----------------------------------------------------------------------------
-
-def _metric_selection(metrics):
-    if metrics is None:
-        return list(DEFAULT_METRICS)
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    chosen = []
-    for name in metrics:
-        if name not in METRIC_NAMES:
-            raise ValueError(f"unknown metric {name!r}; choose among {METRIC_NAMES}")
-        if name not in chosen:
-            chosen.append(name)
-    if not chosen:
-        raise ValueError("metrics must name at least one metric")
-    return chosen
-
-
-def _metric_key(name, k):
-    return name if name == "auc" else f"{name}@{k}"
-
-
-def _relevance_matrix(test, shape, graded):
-    """Canonical CSR of the relevant items (explicit zeros dropped)."""
-    csr = _as_csr(test, shape, "test")
-    if csr.nnz and (csr.data == 0).any():
-        csr = csr.copy()
-        csr.eliminate_zeros()
-    if graded and csr.nnz:
-        data = csr.data
-        if not np.issubdtype(data.dtype, np.number) or not np.isfinite(data).all() \
-                or (data < 0).any():
-            raise ValueError("ndcg_graded needs finite, non-negative gains in test")
-    return csr
-
-
-def _relevant_counts(n_relevant, test):
-    stored = np.diff(test.indptr).astype(np.int64)
-    if n_relevant is None:
-        return stored
-    counts = np.asarray(n_relevant)
-    if counts.shape != stored.shape:
-        raise ValueError(
-            f"n_relevant must have shape {stored.shape} (one count per user) "
-            f"(got {counts.shape})")
-    if not np.issubdtype(counts.dtype, np.integer):
-        raise TypeError(f"n_relevant must hold integers (got dtype {counts.dtype})")
-    counts = counts.astype(np.int64)
-    if (counts < stored).any():
-        raise ValueError(
-            "n_relevant must be at least the number of stored test items of each user")
-    return counts
-
-
-def _pattern(csr):
-    """The sparsity pattern of a canonical CSR matrix, with every stored value 1."""
-    return sp.csr_matrix((np.ones(csr.nnz, dtype=np.int8), csr.indices, csr.indptr),
-                         shape=csr.shape)
-
-
-def _warn_on_overlap(test, train):
-    if train is None or test.nnz == 0 or train.nnz == 0:
-        return
-    overlap = _pattern(test).multiply(_pattern(train)).count_nonzero()
-    if overlap:
-        warnings.warn(
-            f"{overlap} test entries also appear in train; they are excluded from the "
-            "ranking and can never be hit, but still count as relevant",
-            WarprecWarning, stacklevel=3)
-
-
-def _discount_table(k, n_items, counts):
-    """1 / log2(pos + 2) for every position a ranking or an ideal ranking can use."""
-    length = min(k, max(n_items, int(counts.max(initial=0))))
-    return 1.0 / np.log2(np.arange(length, dtype=np.float64) + 2.0)
-
-
-def _ideal_graded_dcg(test_rows, k, discounts):
-    """Per-row ideal exponential-gain DCG@k of the stored gains (vectorised)."""
-    n_rows = test_rows.shape[0]
-    row_of = np.repeat(np.arange(n_rows), np.diff(test_rows.indptr))
-    order = np.lexsort((-test_rows.data.astype(np.float64), row_of))
-    position = np.arange(order.shape[0]) - test_rows.indptr[row_of[order]]
-    kept = position < min(k, discounts.shape[0])
-    terms = (np.exp2(test_rows.data[order][kept].astype(np.float64)) - 1.0) \
-        * discounts[position[kept]]
-    return np.bincount(row_of[order][kept], weights=terms, minlength=n_rows)
-
-
-def _per_user_values(user_factors, item_factors, item_biases, test, train, counts,
-                     users, k, chosen, n_threads, block_size):
-    """(len(users), N_METRICS) float64 array of per-user metric values."""
-    test_rows = test[users]
-    test_indptr, test_indices = _csr_arrays(test_rows)
-    test_gains = test_rows.data.astype(np.float64)
-    if train is None:
-        train_indptr, train_indices = _empty_csr_arrays(users.shape[0])
-    else:
-        train_indptr, train_indices = _csr_arrays(train[users])
-    relevant = counts[users]
-    discounts = _discount_table(k, item_factors.shape[0], relevant)
-    if "ndcg_graded" in chosen:
-        ideal_graded = _ideal_graded_dcg(test_rows, k, discounts)
-    else:
-        ideal_graded = np.full(users.shape[0], np.nan)
-    values = np.empty((users.shape[0], _kmetrics.N_METRICS), dtype=np.float64)
-    want_auc = "auc" in chosen
-    next_row = np.zeros(1, dtype=np.int64)
-    with kernel_threads(n_threads) as n:
-        for start, stop, block in _score_blocks(user_factors, item_factors, users,
-                                                block_size):
-            # every thread runs the kernel on the whole block, claiming rows from next_row
-            args = (block, item_biases, train_indptr[start:stop + 1], train_indices,
-                    test_indptr[start:stop + 1], test_indices, test_gains,
-                    relevant[start:stop], k, discounts, ideal_graded[start:stop], want_auc,
-                    values[start:stop], next_row)
-            next_row[0] = 0
-            run_in_threads(lambda _, args=args: _kmetrics.evaluate_rows(*args),
-                           min(n, stop - start))
-    return values
-
-
-def _summarise(values, users, chosen, k, per_user, user_ids=None):
-    columns = {_metric_key(name, k): values[:, _KERNEL_COLUMN[name]] for name in chosen}
-    if per_user:
-        import pandas as pd
-
-        index = users if user_ids is None else np.asarray(user_ids)[users]
-        return pd.DataFrame(columns, index=pd.Index(index, name="user"))
-    result = {}
-    for key, column in columns.items():
-        defined = column[~np.isnan(column)]
-        result[key] = _mean(defined) if defined.size else float("nan")
-    result["n_users"] = int(users.shape[0])
-    return result
-
-
-def _mean(values):
-    """The mean of float64 ``values``: their exactly rounded sum (:func:`math.fsum`) over
-    their number. It does not depend on the order of the values or on how they are
-    grouped, so :func:`warprec.dask.evaluate`, which adds up the exact partial sums of
-    its partitions, gives the same number to the last bit."""
-    return math.fsum(values.tolist()) / values.size
-
-
-def evaluate_factors(user_factors, item_factors, item_biases, test, train=None, k=10, *,
-                     metrics=None, n_relevant=None, n_threads=None, block_size=None,
-                     per_user=False, user_ids=None):
-    """Top-k ranking metrics of a factor model over all test users at once.
-
-    Each test user's items are scored with ``U[u] @ V[i] + b[i]`` (float32), the
-    user's train items are removed, the top k are selected (ties: lower item index
-    first) and the metrics of the module docstring are computed against the user's
-    test items. Users are processed in blocks: one float32 matmul per block (BLAS, or a
-    Numba kernel for small problems), then one parallel Numba kernel for exclusion,
-    top-k and all the metrics.
-
-    Parameters
-    ----------
-    user_factors : array_like, shape (n_users, d)
-    item_factors : array_like, shape (n_items, d)
-    item_biases : array_like, shape (n_items,), or None
-    test : scipy sparse matrix, shape (n_users, n_items)
-        Stored non-zero entries are the relevant items; their values are the gains
-        used by ``"ndcg_graded"`` (binary relevance for every other metric).
-    train : scipy sparse matrix, shape (n_users, n_items), optional
-        Stored entries are excluded from the ranking: they are never hits and never
-        count as non-relevant items (also not for AUC).
-    k : int, default 10
-        Cut-off, >= 1; may exceed n_items (P@k still divides by k).
-    metrics : str or sequence of str, optional
-        Base names to compute, among ``METRIC_NAMES``: ``"precision"``,
-        ``"recall"``, ``"map"`` (AP@k), ``"mrr"``, ``"ndcg"`` (binary gains),
-        ``"hit_rate"``, ``"auc"``, ``"ndcg_graded"`` (exponential gains
-        2^g - 1 from test's values). Default: ``DEFAULT_METRICS``, every metric but
-        ``"auc"`` and ``"ndcg_graded"``. The AUC pass over each user's scores runs
-        only when ``"auc"`` is named.
-    n_relevant : array_like of int, shape (n_users,), optional
-        Per-user count of relevant items used in the recall, AP and NDCG
-        denominators, overriding the number of stored test items (it must not be
-        smaller). Users with a count of 0 are not evaluated.
-    n_threads : int, optional
-        Threads for scoring and evaluation (default: all of Numba's threads). Numba's
-        thread count is restored on return.
-    block_size : int, optional
-        Users per block (default: about 256 MiB of scores, within [256, 2048]; problems
-        over 2**28 multiply-adds hold two blocks, one computed while the other is
-        evaluated).
-    per_user : bool, default False
-        Return the per-user values instead of the means.
-    user_ids : array_like, shape (n_users,), optional
-        Labels for the per-user index (default: the user row indices).
-
-    Returns
-    -------
-    dict or pandas.DataFrame
-        With ``per_user=False``: a dict with one key per requested metric,
-        ``"<name>@<k>"`` (by default ``"precision@10"``, ``"recall@10"``,
-        ``"map@10"``, ``"mrr@10"``, ``"ndcg@10"``, ``"hit_rate@10"``; also
-        ``"ndcg_graded@10"`` when asked) or ``"auc"`` (no cut-off; only when asked),
-        each the mean over the test users (users with at least one relevant item),
-        plus ``"n_users"`` (their number). AUC is averaged over the users where it is
-        defined (at least one scoreable relevant item and one non-relevant eligible
-        item); NaN when it is defined for no user. With ``per_user=True``: a
-        DataFrame indexed by user with one column per requested metric (AUC NaN where
-        undefined).
-
-    Notes
-    -----
-    * Test items missing from the model (counted only through ``n_relevant``) can
-      never be hit and are ignored by AUC.
-    * Test entries that are also in train are excluded from the ranking but stay
-      relevant in the denominators; a WarprecWarning reports them.
-    * The ideal DCG of ``"ndcg_graded"`` uses the stored gains only.
-    * Without test users the means are NaN, ``"n_users"`` is 0 and a
-      WarprecWarning is emitted.
-    * Cost: the matmul is O(n_test_users n_items d); top-k adds one pass over the
-      scores (O(n_items log k) per user). AUC needs a second pass that locates every
-      item's score among the user's sorted relevant scores (a SIMD compare for up
-      to 16 relevant items, a branch-free binary search beyond), typically a few
-      times the cost of the top-k pass, so it runs only when ``"auc"`` is in
-      ``metrics``.
-
-    Raises
-    ------
-    ValueError
-        On a bad k, unknown metric names, mismatched shapes, non-finite factors, or
-        an ``n_relevant`` smaller than the stored test items.
-    TypeError
-        On non-sparse test/train matrices.
-    """
-    user_factors, item_factors, item_biases = _as_factor_arrays(
-        user_factors, item_factors, item_biases)
-    k = check_k(k)
-    chosen = _metric_selection(metrics)
-    shape = (user_factors.shape[0], item_factors.shape[0])
-    test = _relevance_matrix(test, shape, "ndcg_graded" in chosen)
-    train = None if train is None else _as_csr(train, shape, "train")
-    counts = _relevant_counts(n_relevant, test)
-    _warn_on_overlap(test, train)
-    users = np.flatnonzero(counts > 0)
-    if users.size == 0:
-        warnings.warn("no user has a relevant test item; every metric is NaN",
-                      WarprecWarning, stacklevel=2)
-        values = np.empty((0, _kmetrics.N_METRICS))
-        return _summarise(values, users, chosen, k, per_user, user_ids)
-    _check_finite(user_factors[users], "user_factors")
-    _check_finite(item_factors, "item_factors")
-    _check_finite(item_biases, "item_biases")
-    values = _per_user_values(user_factors, item_factors, item_biases, test, train,
-                              counts, users, k, chosen, n_threads, block_size)
-    return _summarise(values, users, chosen, k, per_user, user_ids)
-
-
-def evaluate(model, test, train=None, k=10, *, metrics=None, n_threads=None,
-             per_user=False):
-    """Top-k ranking metrics of a fitted model (see :func:`evaluate_factors`).
-
-    The model converts ``test`` and ``train`` (raw-id DataFrames, interaction
-    objects or sparse matrices, whatever it supports) into its index space through
-    its ``_evaluation_inputs(test, train)`` method, which returns a dict with keys
-    ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
-    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index).
-
-    Parameters
-    ----------
-    model : object
-        A fitted model implementing ``_evaluation_inputs``.
-    test, train
-        Held-out and training interactions, in any form the model accepts.
-    k : int, default 10
-    metrics : str or sequence of str, optional
-        Subset of ``METRIC_NAMES``; default ``DEFAULT_METRICS`` (no ``"auc"``, no
-        ``"ndcg_graded"``).
-    n_threads : int, optional
-    per_user : bool, default False
-
-    Returns
-    -------
-    dict or pandas.DataFrame
-        As :func:`evaluate_factors`.
-
-    Raises
-    ------
-    TypeError
-        If ``model`` has no ``_evaluation_inputs`` method.
-    """
-    prepare = getattr(model, "_evaluation_inputs", None)
-    if not callable(prepare):
-        raise TypeError(
-            f"evaluate needs a warprec model with an _evaluation_inputs method "
-            f"(got {type(model).__name__})")
-    k = check_k(k)  # fail on bad arguments before the model converts the data
-    _metric_selection(metrics)
-    if n_threads is not None:
-        check_positive_int(n_threads, "n_threads")
-    inputs = prepare(test, train)
-    return evaluate_factors(
-        inputs["user_factors"], inputs["item_factors"], inputs["item_biases"],
-        inputs["test"], inputs.get("train"), k, metrics=metrics,
-        n_relevant=inputs.get("n_relevant"), n_threads=n_threads, per_user=per_user,
-        user_ids=inputs.get("user_ids"))

@@ -822,7 +822,7 @@ class _Search:
                                  model.item_biases_, m.valid, m.train, k=m.k,
                                  metrics=[m.name], n_relevant=m.n_relevant,
                                  n_threads=self.n_threads, per_user=True)
-        return frame.iloc[:, 0].to_numpy(dtype=np.float64)
+        return frame.iloc[:, 0].to_numpy(dtype=np.float64)  # type: ignore[union-attr]
 
     def challenger(self):
         """The best trial other than the defaults, or None."""

@@ -35,9 +35,12 @@ def _use_a_cache_of_these_sources():
         source = path.read_bytes()
         if b"numba" in source:
             digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + source)
+    name = "warprec-" + digest.hexdigest()[:16]
     given = os.environ.get("NUMBA_CACHE_DIR")
+    if given and Path(given).name == name:   # chosen by the process that started this one
+        return                               # (an xdist controller): share it
     root = Path(given) if given else KERNEL_CACHES
-    folder = root / ("warprec-" + digest.hexdigest()[:16])
+    folder = root / name
     if not given and root.is_dir():
         for other in root.iterdir():
             if other != folder:

@@ -98,9 +98,14 @@ def overhead_parts(dataset, n_threads):
     tic = now()
     model.fit(dataset.train)
     setup_zero_epochs = now() - tic
-    model._epoch_order(model.train_matrix_, 0)  # compiles the order kernel if needed
+    from warprec._trainer import epoch_order
+
+    def draw_order(epoch):
+        return epoch_order(model.sample_order_, model.train_matrix_, model.seed_, epoch)
+
+    draw_order(0)  # compiles the order kernel if needed
     tic = now()
-    model._epoch_order(model.train_matrix_, 1)
+    draw_order(1)
     order = now() - tic
     tic = now()
     model._parameters_usable()

@@ -38,7 +38,7 @@ slice per thread, statistics per slice) and is compiled per mode in the same way
 import numpy as np
 from numba import njit, prange
 
-from ._flags import JIT, JIT_NO_NRT, PJIT_NO_NRT
+from ._flags import JIT_NO_NRT, PJIT_NO_NRT, inlined
 from .config import FIXED_D, REDRAWS, SAMPLES_AHEAD
 from .negatives import ATTEMPT_STRIDE, draw_negative, filter_shift
 from .rng import draw_unit, stream_key
@@ -51,7 +51,7 @@ from .updates import _dot
 DROPOUT_POSITION = (REDRAWS + 1) * ATTEMPT_STRIDE
 
 
-@njit(inline="always", **JIT)
+@inlined
 def cosine(U, V, u, j):
     """``<U[u], V[j]>``: the cosine of two unit rows (the unrolled dot product at the
     default dimension, as in WARP's negative trials)."""
@@ -60,7 +60,7 @@ def cosine(U, V, u, j):
     return _dot(U, V, u, j, U.shape[1])
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
     """Step ``P[r]`` along ``-buf[grad_row]`` (divided per coordinate by the root of the
     Adagrad accumulator ``G[r] + g^2`` when ``adagrad``), then rescale it to unit norm.
@@ -88,7 +88,7 @@ def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
     return True
 
 
-@njit(inline="always", **JIT)
+@inlined
 def dropped_user(U, u, buf, key, dropout):
     """Dropout on the user vector: zero each coordinate of ``U[u]`` with probability
     ``dropout`` (draw ``DROPOUT_POSITION + f`` of the sample's stream ``key`` for
@@ -114,7 +114,7 @@ def dropped_user(U, u, buf, key, dropout):
     return norm
 
 
-@njit(inline="always", **JIT)
+@inlined
 def cosine_term(H, h, V, GV, k, c_k, g, buf, lr, adagrad, freeze_items):
     """Add ``g`` times the sphere gradient of ``c_k = cos(H[h], V[k])`` at ``H[h]`` to the
     user's gradient in ``buf[0]`` and, unless ``freeze_items``, step ``V[k]`` by ``g``
@@ -128,7 +128,7 @@ def cosine_term(H, h, V, GV, k, c_k, g, buf, lr, adagrad, freeze_items):
     return sphere_step(V, GV, k, buf, 3, lr, adagrad)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
               n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
     """The loss of positive ``(u, i)`` with the user vector ``H[h]`` (unit norm): steps
@@ -154,7 +154,7 @@ def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt,
     return True, loss, above
 
 
-@njit(inline="always", **JIT)
+@inlined
 def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
                   key, n_negatives, temperature, lr, buf, adagrad, freeze_items, drawn,
                   cosines):
@@ -194,7 +194,7 @@ def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, f
     return True, loss, above
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sphere_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
                  key, settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
     """:func:`softmax_terms` or :func:`ccl_terms` with the settings they take."""
@@ -208,7 +208,7 @@ def sphere_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, fi
                      settings.learning_rate, buf, adagrad, freeze_items)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
                settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
     """One step on the loss of positive ``(u, i)`` with sample weight ``w`` (see the module

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ._flags import JIT, PJIT_NO_NRT
+from ._flags import PJIT_NO_NRT, inlined
 from .negatives import draw_negative, filter_shift
 from .rng import stream_key
 from .train import _close_slice, next_position, sample_at
@@ -53,7 +53,7 @@ class FeatureParameters(NamedTuple):
     item_decay_share: np.ndarray       # float32 (n_item_features,)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def represent(indptr, indices, weights, E, c, row, out):
     """``out[:] = sum_f x_f E[f]`` over the features of ``row``; returns
     ``sum_f x_f c[f]`` (0 without biases: ``c`` empty)."""
@@ -71,7 +71,7 @@ def represent(indptr, indices, weights, E, c, row, out):
     return bias
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _dot_rows(a, b):
     acc = np.float32(0.0)
     for k in range(a.shape[0]):
@@ -79,7 +79,7 @@ def _dot_rows(a, b):
     return acc
 
 
-@njit(inline="always", **JIT)
+@inlined
 def feature_rows_step(indptr, indices, weights, E, G, c, Gc, row, direction, sign, g, bias_g,
                       lr, lr_alpha, share, adagrad):
     """Step every feature row of ``row`` along ``sign * g * x_f * direction`` (and its

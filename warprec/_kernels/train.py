@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ._flags import JIT, JIT_NO_NRT, PJIT, PJIT_NO_NRT
+from ._flags import JIT, JIT_NO_NRT, PJIT, PJIT_NO_NRT, inlined
 from .aligned import aligned_empty
 from .atomic import fetch_add
 from .borrow import borrow
@@ -221,7 +221,7 @@ def exact_violator(U, V, b, indices, start, end, u, f_i, table, top_fraction, no
                                                       normalize), rank_loss)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def next_position(next_chunk, chunk, n, cur, hi):
     """The next position of ``range(n)`` a thread visits: ``cur`` if it lies in the
     thread's current chunk ``[cur, hi)``, else the start of a chunk claimed from the
@@ -239,7 +239,7 @@ def next_position(next_chunk, chunk, n, cur, hi):
     return cur, cur + 1, hi, fresh
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sample_at(order, s, sample_users, indptr, n_items):
     """The positive at position ``s`` of the epoch order: ``(p, u, start, end, n_neg)``,
     its position in the CSR arrays, its user, the user's CSR bounds and number of
@@ -251,7 +251,7 @@ def sample_at(order, s, sample_users, indptr, n_items):
     return p, u, start, end, n_items - (end - start)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def prefetch_ids(sample_users, indices, sample_weight, order, t, hi):
     """Ask for the user, item and weight of sample ``t`` (if ``t < hi``): in the positives
     order ``order[t]`` is random, and a sample would otherwise begin by waiting on these
@@ -264,7 +264,7 @@ def prefetch_ids(sample_users, indices, sample_weight, order, t, hi):
         prefetch(sample_weight, p)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight, filt, order,
                    s, hi, adagrad):
     """Ask for the memory later samples of this slice will read (a staged pipeline).
@@ -302,7 +302,7 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
             prefetch(indices, q)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n, neg_cdf,
                filt, shift, seed, epoch, candidates):
     """Draw the first ``CANDIDATES_EARLY`` negative candidates of sample ``s`` into
@@ -331,7 +331,7 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
     return n
 
 
-@njit(inline="always", **JIT)
+@inlined
 def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, filt, shift, key,
                    counter, candidates, drawn, prefetching, begin):
     """Draw negatives after the first ``begin`` draws of the sample until one violates the
@@ -367,7 +367,7 @@ def first_violator(U, V, b, indices, start, end, u, f_i, max_sampled, neg_cdf, f
     return -1, np.float32(0.0), max_sampled
 
 
-@njit(inline="always", **JIT)
+@inlined
 def collect_violators(U, V, b, indices, start, end, u, f_i, max_sampled, max_violators, neg_cdf,
                       filt, shift, key, counter, candidates, drawn, prefetching, found, f_found):
     """Draw negatives until ``max_violators`` margin violators are found or ``max_sampled``
@@ -420,7 +420,7 @@ def violators_step(U, V, b, GU, GV, Gb, u, i, f_i, w, lw, n_found, ints, reals, 
                      max_norm, scratch[thread], freeze_items), loss
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sampled_rank(n_found, n_drawn, n_neg):
     """The rank estimate from ``n_found`` margin violators among ``n_drawn`` uniform draws
     from ``n_neg`` negatives: ``floor(n_found * (n_neg - 1) / n_drawn)``, at least 1 (a
@@ -430,7 +430,7 @@ def sampled_rank(n_found, n_drawn, n_neg):
     return max(n_found * (n_neg - 1) // n_drawn, 1)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _close_slice(stats, stop, ok, n_samples, n_updates, n_trials, loss_sum, rank_loss_sum):
     """Write a slice's statistics row; on a non-finite update (``not ok``) set ``stop[0]``
     so that the other slices return early. Returns ``ok``."""

@@ -9,19 +9,19 @@ fold the finiteness check of an update away (tests/test_train_kernel.py catches 
 Inlining. Numba's IR-level inlining (``njit(inline=...)``) copies the callee's code into
 the caller and types it again at every call site; with many small helpers inlined that
 way, this pass is most of the training kernels' compile time. The arithmetic helpers of
-the training kernel (``score``, ``_dot``, the Adagrad and SGD coordinate steps, the bias
+the training kernel (``score``, ``dot``, the Adagrad and SGD coordinate steps, the bias
 steps, the rank weight, the reset of non-finite values and max-norm clipping) are
 therefore plain ``njit`` functions, typed once, that LLVM inlines when it optimises the
 linked module. IR-level inlining (:func:`inlined`) stays on helpers that take row views
 (see ``JIT_NO_NRT``), on ``draw_negative`` (LLVM's heuristics leave it a call, inside the
 loop of negative trials), on the random streams' and filter's small helpers (called in
-that loop too) and on the kernels' per-sample helpers. The
+that loop too) and on the epoch skeleton and the losses' steps plugged into it. The
 timings behind these choices are in docs/design.md ("What was tried and measured").
 
 Numba copies an inlined function block by block, and the copy of each block copies the
 function's whole table of variables: the cost grows with the product of the two, so a
-helper that has absorbed its own helpers (the cosine losses' sample step, with both
-losses' terms) costs many times the sum of its parts to inline. :func:`inlined` helpers
+helper that has absorbed its own helpers (a loss's step, with its violator search and
+its updates) costs many times the sum of its parts to inline. :func:`inlined` helpers
 are therefore inlined into the function being compiled only, never into another helper
 while that one is prepared for inlining: a helper's own calls are inlined once its code
 has been copied into the compiled function (the same code in the end, each piece copied
@@ -50,7 +50,7 @@ JIT_NO_NRT = dict(JIT, _nrt=False)
 #: Keyword arguments for ``numba.njit`` on kernels that use ``prange``.
 PJIT = dict(JIT, parallel=True)
 
-#: A parallel kernel without reference counting: the epoch kernels of WARP and BPR, whose
+#: A parallel kernel without reference counting: the epoch kernels (``epoch.py``), whose
 #: ``prange`` body inlines the serial hot loop (the rules of ``JIT_NO_NRT`` apply to it).
 PJIT_NO_NRT = dict(PJIT, _nrt=False)
 

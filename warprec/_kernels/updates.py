@@ -17,11 +17,11 @@ from ._flags import JIT, inlined
 @njit(**JIT)
 def score(U, V, b, u, i):
     """``<U[u], V[i]> + b[i]`` in float32."""
-    return _dot(U, V, u, i, U.shape[1]) + b[i]
+    return dot(U, V, u, i, U.shape[1]) + b[i]
 
 
 @njit(**JIT)
-def _dot(U, V, u, i, d):
+def dot(U, V, u, i, d):
     """``<U[u, :d], V[i, :d]>`` in float32."""
     acc = np.float32(0.0)
     for f in range(d):

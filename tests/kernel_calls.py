@@ -18,10 +18,11 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
               n_threads=1, sample_weight=None, users=None, top_fraction=1.0,
               normalize=False, freeze_items=False, work=None, max_violators=1,
               n_negatives=8, margin=0.5, negative_weight=1.0, dropout=0.0,
-              temperature=0.2):
+              temperature=0.2, slices=None):
     """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
     positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
-    ``work.stats``."""
+    ``work.stats``. The kernel is the parallel variant if ``n_threads > 1``; it runs
+    ``slices`` slices (``n_threads`` unless given)."""
     if users is None:
         users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     if sample_weight is None:
@@ -40,8 +41,8 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
                               table, top_fraction, normalize, seed)
     if work is None:
         entries = n_negatives if loss == train.LOSS_SOFTMAX else max_sampled
-        work = train.make_work(mode, n_threads, params[0].shape[1], X.shape[1], entries,
-                               kos_n)
+        work = train.make_work(mode, n_threads if slices is None else slices,
+                               params[0].shape[1], X.shape[1], entries, kos_n)
     ok = train.train_epoch(mode, train.Parameters(*params), positives, settings, work,
                            np.asarray(order, np.int64), epoch)
     return ok, work

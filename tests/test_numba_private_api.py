@@ -157,3 +157,39 @@ def test_warprec_intrinsics_compile_and_run():
     counter = np.array([3], dtype=np.int64)
     assert probe(np.arange(6.0).reshape(2, 3), counter) == 5.0 + 2 + 3
     assert counter[0] == 8
+
+
+def test_inlined_helpers_are_inlined_into_the_compiled_function_only():
+    """``_kernels._flags.inlined`` relies on Numba calling an inlining cost model with the
+    caller's ``FunctionIR``, whose ``func_id.func`` is the caller's Python function: a
+    helper's own helpers are then inlined into the compiled function, not into the
+    helper first. (A cost model is public API; ``func_id.func`` is not.)"""
+    from numba.core import ir
+
+    from warprec._kernels._flags import inlined
+
+    callers = []
+
+    def recording(expr, caller, callee):
+        assert isinstance(caller, ir.FunctionIR) and isinstance(callee, ir.FunctionIR)
+        callers.append(caller.func_id.func.__name__)
+        return inlined_model(expr, caller, callee)
+
+    @inlined
+    def inner(x):
+        return x + 1
+
+    inlined_model = inner.targetoptions["inline"]
+    inner_recorded = numba.njit(inline=recording)(inner.py_func)
+
+    @inlined
+    def outer(x):
+        return inner_recorded(x) * 2
+
+    @numba.njit(cache=False)
+    def compiled(x):
+        return outer(x)
+
+    assert compiled(3) == 8
+    # inner's call was first seen inside outer (declined), then inside compiled (inlined)
+    assert callers == ["outer", "compiled"]

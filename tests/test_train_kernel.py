@@ -12,7 +12,7 @@ from numba import njit, prange
 import naive
 from kernel_calls import filter_of as _filter
 from kernel_calls import run_epoch
-from warprec._kernels import atomic, negatives, rng, train
+from warprec._kernels import atomic, config, negatives, rng, train
 from warprec.weights import resolve_rank_weighting
 
 
@@ -60,7 +60,7 @@ def _problem(seed, n_users=12, n_items=15, d=6, density=0.3):
 @pytest.mark.parametrize("loss_code,adagrad,alpha,max_norm,prefetch,words,d", [
     (train.LOSS_WARP, True, 0.0, 0.0, False, None, 6),
     # the trials' fixed-width dot product (same compiled kernel as the case above)
-    (train.LOSS_WARP, True, 0.0, 0.0, False, None, train.FIXED_D),
+    (train.LOSS_WARP, True, 0.0, 0.0, False, None, config.FIXED_D),
     (train.LOSS_WARP, True, 0.0, 0.0, True, 1, 6),
     (train.LOSS_WARP, False, 0.05, 0.0, False, 2, 6),
     (train.LOSS_WARP, True, 0.02, 0.8, True, None, 6),
@@ -94,7 +94,8 @@ def test_one_epoch_matches_reference(loss_code, adagrad, alpha, max_norm, prefet
     (True, 0.02, 0.0, True, False, 1),
     (False, 0.05, 0.8, False, False, 1),
     (True, 0.02, 0.0, False, True, 1),
-    # the parallel variant compiles the violators' step separately (train.violators_step)
+    # the parallel variant compiles the violators' step separately
+    # (violators.violators_step); run here with one slice, it follows the reference too
     (True, 0.02, 0.0, True, False, 2),
 ])
 def test_several_violators_match_reference(adagrad, alpha, max_norm, prefetch, freeze_items,
@@ -108,11 +109,11 @@ def test_several_violators_match_reference(adagrad, alpha, max_norm, prefetch, f
     table = resolve_rank_weighting("harmonic", X.shape[1]).table
     fast = [a.copy() for a in (U, V, b)] + [np.ones_like(U), np.ones_like(V), np.ones_like(b)]
     slow = [a.copy() for a in fast]
-    ok, _ = run_epoch(fast, X, order, table, adagrad=adagrad, alpha=alpha,
+    ok, work = run_epoch(fast, X, order, table, adagrad=adagrad, alpha=alpha,
                          max_norm=max_norm, prefetch=prefetch, seed=77, epoch=2,
                          sample_weight=weights, max_sampled=12, max_violators=4,
-                         freeze_items=freeze_items)
-    assert ok
+                         freeze_items=freeze_items, n_threads=n_threads, slices=1)
+    assert ok and work.stats.shape[0] == 1
     naive.warp_epoch(*slow, X, weights, order, table, lr=0.1, alpha=alpha, max_sampled=12,
                      adagrad=adagrad, seed=77, epoch=2, max_norm=max_norm,
                      freeze_items=freeze_items, max_violators=4)
@@ -357,12 +358,12 @@ def test_exact_rank_mode_counts_every_violator():
 _COMPILED_PATHS = """
 import numpy as np, scipy.sparse as sp
 from warprec import WARPFactorizer
-from warprec._kernels import losses, train
+from warprec._kernels import losses, ordinal, train, updates, violators, warp
 X = sp.random(30, 20, density=0.2, format="csr", random_state=0)
 WARPFactorizer(n_components=4, epochs=1, n_threads=1).fit(X)
 print(train.epoch_kernel.cache_info().currsize)
-for f in (train.exact_violator, train.list_update, train.ordinal_list,
-          losses.ordinal_loss_grad_unit, train.ordinal_slice):
+for f in (warp.exact_violator, updates.list_update, ordinal.ordinal_list,
+          losses.ordinal_loss_grad_unit, ordinal.ordinal_slice, violators.violators_step):
     print(len(f.signatures))
 """
 
@@ -374,7 +375,7 @@ def test_a_fit_compiles_only_the_code_of_its_loss(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", _COMPILED_PATHS], env=env, check=True,
                          capture_output=True, text=True).stdout.split()
-    assert out == ["1", "0", "0", "0", "0", "0"]
+    assert out == ["1", "0", "0", "0", "0", "0", "0"]
 
 
 @njit(parallel=True)

@@ -29,21 +29,19 @@ user's negatives. With uniform draws among the ``Y`` negatives the correction is
 ``log(Y / N)`` for every draw.
 
 The draws are uniform over the user's negatives (or follow ``Positives.neg_cdf``), ``N``
-of them with replacement from the sample's stream ``(seed, epoch, sample)``; the kernel
-reuses the epoch structure of :mod:`.train` (chunks claimed from a shared counter, one
-slice per thread, statistics per slice) and is compiled per mode in the same way
-(:func:`ccl_epoch`, chosen by ``train.epoch_kernel``).
+of them with replacement from the sample's stream ``(seed, epoch, sample)``. The module
+is plugged into the epoch skeleton of :mod:`.epoch` (its ``begin``, ``ahead`` and
+``step``), compiled per mode like every loss (``train.epoch_kernel``).
 """
 
 import numpy as np
-from numba import njit, prange
 
-from ._flags import JIT, JIT_NO_NRT, PJIT_NO_NRT
-from .config import FIXED_D, REDRAWS, SAMPLES_AHEAD
+from ._flags import inlined
+from .config import FIXED_D, REDRAWS
+from .epoch import LOSS_SOFTMAX, ids_ahead
 from .negatives import ATTEMPT_STRIDE, draw_negative, filter_shift
-from .rng import draw_unit, stream_key
-from .train import _close_slice, next_position, prefetch_ids, sample_at
-from .updates import _dot
+from .rng import draw_unit
+from .updates import dot
 
 #: Stream position of coordinate 0's dropout draw (coordinate ``f`` takes this plus
 #: ``f``): past every position the negatives' draws use (``counter + attempt *
@@ -51,16 +49,16 @@ from .updates import _dot
 DROPOUT_POSITION = (REDRAWS + 1) * ATTEMPT_STRIDE
 
 
-@njit(inline="always", **JIT)
+@inlined
 def cosine(U, V, u, j):
     """``<U[u], V[j]>``: the cosine of two unit rows (the unrolled dot product at the
     default dimension, as in WARP's negative trials)."""
     if U.shape[1] == FIXED_D:
-        return _dot(U, V, u, j, FIXED_D)
-    return _dot(U, V, u, j, U.shape[1])
+        return dot(U, V, u, j, FIXED_D)
+    return dot(U, V, u, j, U.shape[1])
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
     """Step ``P[r]`` along ``-buf[grad_row]`` (divided per coordinate by the root of the
     Adagrad accumulator ``G[r] + g^2`` when ``adagrad``), then rescale it to unit norm.
@@ -88,7 +86,7 @@ def sphere_step(P, G, r, buf, grad_row, lr, adagrad):
     return True
 
 
-@njit(inline="always", **JIT)
+@inlined
 def dropped_user(U, u, buf, key, dropout):
     """Dropout on the user vector: zero each coordinate of ``U[u]`` with probability
     ``dropout`` (draw ``DROPOUT_POSITION + f`` of the sample's stream ``key`` for
@@ -114,7 +112,7 @@ def dropped_user(U, u, buf, key, dropout):
     return norm
 
 
-@njit(inline="always", **JIT)
+@inlined
 def cosine_term(H, h, V, GV, k, c_k, g, buf, lr, adagrad, freeze_items):
     """Add ``g`` times the sphere gradient of ``c_k = cos(H[h], V[k])`` at ``H[h]`` to the
     user's gradient in ``buf[0]`` and, unless ``freeze_items``, step ``V[k]`` by ``g``
@@ -128,7 +126,7 @@ def cosine_term(H, h, V, GV, k, c_k, g, buf, lr, adagrad, freeze_items):
     return sphere_step(V, GV, k, buf, 3, lr, adagrad)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
               n_negatives, margin, negative_weight, lr, buf, adagrad, freeze_items):
     """The loss of positive ``(u, i)`` with the user vector ``H[h]`` (unit norm): steps
@@ -154,7 +152,7 @@ def ccl_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt,
     return True, loss, above
 
 
-@njit(inline="always", **JIT)
+@inlined
 def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
                   key, n_negatives, temperature, lr, buf, adagrad, freeze_items, drawn,
                   cosines):
@@ -194,7 +192,7 @@ def softmax_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, f
     return True, loss, above
 
 
-@njit(inline="always", **JIT)
+@inlined
 def sphere_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift,
                  key, settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
     """:func:`softmax_terms` or :func:`ccl_terms` with the settings they take."""
@@ -208,7 +206,7 @@ def sphere_terms(H, h, V, GV, u, i, w, indices, start, end, n_items, neg_cdf, fi
                      settings.learning_rate, buf, adagrad, freeze_items)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, filt, shift, key,
                settings, buf, adagrad, freeze_items, softmax, drawn, cosines):
     """One step on the loss of positive ``(u, i)`` with sample weight ``w`` (see the module
@@ -248,63 +246,37 @@ def ccl_sample(U, V, GU, GV, u, i, w, indices, start, end, n_items, neg_cdf, fil
     return sphere_step(U, GU, u, buf, 0, lr, adagrad), loss, above
 
 
-def ccl_epoch(adagrad, freeze_items, parallel, softmax):
-    """The epoch kernel of one mode of the cosine losses (compiled on its first call), with
-    the structure of ``train._pairwise_epoch``: a ``prange`` over ``work.stats.shape[0]``
-    slices (one slice, serially, without ``parallel``) that claim chunks of ``order`` and
-    visit their positives. ``adagrad, freeze_items, parallel, softmax`` (the sampled
-    softmax, else the cosine contrastive loss) are constants of the closure. The softmax
-    keeps a sample's draws in ``work.ints[thread, 0]`` and their cosines in
-    ``work.reals[thread, 0]`` (``Work`` made for ``n_negatives`` entries).
+# ------------------------------------------------------------- the epoch's plug-ins
+@inlined
+def begin(params, positives, settings, work, thread):
+    """The slice's state: ``(params, settings, work, thread, shift, buf)``, the filter's
+    hash shift and the slice's scratch rows."""
+    n_items = params.item_factors.shape[0]
+    shift = filter_shift(positives.filt.shape[1], n_items)
+    return n_items, (params, settings, work, thread, shift, work.scratch[thread])
 
-    Statistics per slice (``Work.stats``): samples, updates, negatives scored, the
-    weighted loss, and ``w * (draws scoring at least the positive) / n_negatives`` in
-    the rank-loss column (the rank of the positive as a share of the negatives).
-    """
 
-    def ccl_variant(params, positives, settings, work, order, epoch, chunk):
-        n_slices = work.stats.shape[0] if parallel else 1
-        for thread in prange(n_slices):
-            U, V = params.user_factors, params.item_factors
-            GU, GV = params.user_grad_sq, params.item_grad_sq
-            indptr, indices = positives.indptr, positives.indices
-            sample_users, sample_weight = positives.users, positives.sample_weight
-            neg_cdf, filt = positives.neg_cdf, positives.filt
-            seed, n_negatives = settings.seed, settings.n_negatives
-            stop = work.stop
-            n_items = V.shape[0]
-            shift = filter_shift(filt.shape[1], n_items)
-            buf = work.scratch[thread]
-            ok = True
-            n_samples = 0
-            n_updates = 0
-            n_trials = 0
-            loss_sum = 0.0
-            rank_sum = 0.0
-            cur = hi = 0
-            while not stop[0]:
-                s, cur, hi, _ = next_position(work.next_chunk, chunk, order.shape[0], cur, hi)
-                if s < 0:
-                    break
-                prefetch_ids(sample_users, indices, sample_weight, order, s + 2 * SAMPLES_AHEAD,
-                             hi)
-                p, u, start, end, n_neg = sample_at(order, s, sample_users, indptr, n_items)
-                n_samples += 1
-                if n_neg <= 0:
-                    continue
-                w = sample_weight[p]
-                ok, loss, above = ccl_sample(
-                    U, V, GU, GV, u, indices[p], w, indices, start, end, n_items, neg_cdf,
-                    filt, shift, stream_key(seed, epoch, p), settings, buf, adagrad,
-                    freeze_items, softmax, work.ints[thread, 0], work.reals[thread, 0])
-                n_trials += n_negatives
-                loss_sum += loss
-                rank_sum += w * above / n_negatives
-                n_updates += 1
-                if not ok:
-                    break
-            _close_slice(work.stats[thread], stop, ok, n_samples, n_updates, n_trials, loss_sum,
-                         rank_sum)
-        return not work.stop[0]
+#: The cosine losses prefetch the ids of later samples only.
+ahead = ids_ahead
 
-    return njit(**(PJIT_NO_NRT if parallel else JIT_NO_NRT))(ccl_variant)
+
+@inlined
+def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, adagrad, clip,
+         prefetching, freeze_items, violators):
+    """:func:`ccl_sample` on positive ``p`` (the sampled softmax's with ``loss ==
+    LOSS_SOFTMAX``); see :mod:`.epoch` for the arguments. The softmax keeps the sample's
+    draws in ``work.ints[thread, 0]`` and their cosines in ``work.reals[thread, 0]``
+    (``Work`` made for ``n_negatives`` entries). Its statistics: one update,
+    ``n_negatives`` trials, the weighted loss, and ``w * (draws scoring at least the
+    positive) / n_negatives`` as the rank loss (the rank of the positive as a share of
+    the negatives)."""
+    params, settings, work, thread, shift, buf = state
+    V = params.item_factors
+    indices, n_negatives = positives.indices, settings.n_negatives
+    w = positives.sample_weight[p]
+    ok, sample_loss, above = ccl_sample(
+        params.user_factors, V, params.user_grad_sq, params.item_grad_sq, u, indices[p], w,
+        indices, start, end, V.shape[0], positives.neg_cdf, positives.filt, shift, key,
+        settings, buf, adagrad, freeze_items, loss == LOSS_SOFTMAX, work.ints[thread, 0],
+        work.reals[thread, 0])
+    return ok, 1, n_negatives, sample_loss, w * above / n_negatives

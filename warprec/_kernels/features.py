@@ -4,16 +4,18 @@ A user's representation is ``sum_f x_uf E_U[f]`` over the nonzeros of its row of
 user feature matrix, an item's ``sum_f x_if E_I[f]`` and its bias ``sum_f x_if c[f]``
 (LightFM's model, and the way WSABIE embeds its inputs: Weston, Bengio & Usunier 2010,
 sec. 3). WARP (or BPR) is applied to the scores of these sums exactly as in
-:mod:`.train`: the same counter-based draws, the same margin test and rank estimate,
-Hogwild threads claiming chunks of the epoch order. An update moves every feature row
-involved: the gradient with respect to a representation, times the feature's weight,
-with Adagrad per feature row and the decoupled decay of the plain model, divided for a
-feature by ``sqrt(m)``, ``m`` the number of entities that have it (``*_decay_share``). A
-feature shared by ``m`` entities is touched about ``m`` times as often as an entity's
-own row: with the full decay per update such embeddings shrank to nothing (movies ranked
-from their genres alone on ml-latest-small: NDCG@10 0.027), without any they crowded
-out the entities' own embeddings (warm NDCG@10 4.5% below the model without features);
-``sqrt(m)`` keeps the warm model level and the cold one 0.043 (docs/design.md).
+:mod:`.warp`, with its violator search and rank estimate (``first_violator``,
+``sampled_rank``): the same counter-based draws and margin test, in the same epoch
+skeleton (:mod:`.epoch`), into which the module is plugged. An update moves every
+feature row involved: the gradient with respect to a representation, times the feature's
+weight, with Adagrad per feature row and the decoupled decay of the plain model, divided
+for a feature by ``sqrt(m)``, ``m`` the number of entities that have it
+(``*_decay_share``). A feature shared by ``m`` entities is touched about ``m`` times as
+often as an entity's own row: with the full decay per update such embeddings shrank to
+nothing (movies ranked from their genres alone on ml-latest-small: NDCG@10 0.027),
+without any they crowded out the entities' own embeddings (warm NDCG@10 4.5% below the
+model without features); ``sqrt(m)`` keeps the warm model level and the cold one 0.043
+(docs/design.md).
 
 Supported: the WARP loss with the estimated rank and BPR, Adagrad or plain SGD; not
 k-OS, exact ranks, max-norm, the ordinal loss or prefetching (the estimator refuses
@@ -23,15 +25,14 @@ those combinations).
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
 
-from ._flags import JIT, PJIT_NO_NRT
+from ._flags import inlined
+from .epoch import LOSS_BPR, nothing_ahead
 from .negatives import draw_negative, filter_shift
-from .rng import stream_key
-from .train import _close_slice, next_position, sample_at
 from .updates import bpr_terms, rank_loss_weight
+from .warp import first_violator, sampled_rank
 
-__all__ = ["FeatureParameters", "features_epoch"]
+__all__ = ["FeatureParameters"]
 
 
 class FeatureParameters(NamedTuple):
@@ -53,7 +54,7 @@ class FeatureParameters(NamedTuple):
     item_decay_share: np.ndarray       # float32 (n_item_features,)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def represent(indptr, indices, weights, E, c, row, out):
     """``out[:] = sum_f x_f E[f]`` over the features of ``row``; returns
     ``sum_f x_f c[f]`` (0 without biases: ``c`` empty)."""
@@ -71,7 +72,7 @@ def represent(indptr, indices, weights, E, c, row, out):
     return bias
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _dot_rows(a, b):
     acc = np.float32(0.0)
     for k in range(a.shape[0]):
@@ -79,7 +80,7 @@ def _dot_rows(a, b):
     return acc
 
 
-@njit(inline="always", **JIT)
+@inlined
 def feature_rows_step(indptr, indices, weights, E, G, c, Gc, row, direction, sign, g, bias_g,
                       lr, lr_alpha, share, adagrad):
     """Step every feature row of ``row`` along ``sign * g * x_f * direction`` (and its
@@ -127,107 +128,91 @@ def feature_rows_step(indptr, indices, weights, E, G, c, Gc, row, direction, sig
     return ok
 
 
-def features_epoch(bpr, adagrad):
-    """The hybrid model's epoch kernel for one mode (compiled on its first call; the
-    flags are closure constants, as in ``train._pairwise_epoch``). Called as
-    ``kernel(fparams, positives, settings, work, order, epoch, chunk)``; scratch rows
-    0-3 of ``work.scratch[thread]`` hold the user's, the positive's, the candidate's and
-    the violator's representations."""
+@inlined
+def feature_score(rows, j):
+    """``f(u, j)`` for ``rows = (rep_u, item_indptr, item_indices, item_weights, E_I, c,
+    out)``: the user's representation ``rep_u`` dotted with item ``j``'s, which is left in
+    ``out``, plus the item's bias."""
+    rep_u, iptr, iind, iw, EI, c, out = rows
+    b_j = represent(iptr, iind, iw, EI, c, j, out)
+    return _dot_rows(rep_u, out) + b_j
 
-    @njit(**PJIT_NO_NRT)
-    def features_variant(fparams, positives, settings, work, order, epoch, chunk):
-        for thread in prange(work.stats.shape[0]):
-            EU, EI, c = (fparams.user_feature_factors, fparams.item_feature_factors,
-                         fparams.item_feature_biases)
-            GU, GI, Gc = (fparams.user_feature_grad_sq, fparams.item_feature_grad_sq,
-                          fparams.item_feature_bias_grad_sq)
-            uptr, uind, uw = fparams.user_indptr, fparams.user_indices, fparams.user_weights
-            iptr, iind, iw = fparams.item_indptr, fparams.item_indices, fparams.item_weights
-            no_bias = c[:0]
-            indptr, indices = positives.indptr, positives.indices
-            sample_users, sample_weight = positives.users, positives.sample_weight
-            neg_cdf, filt = positives.neg_cdf, positives.filt
-            lr, alpha = settings.learning_rate, settings.alpha
-            max_sampled, table = settings.max_sampled, settings.rank_table
-            top_fraction, normalize = settings.top_fraction, settings.normalize
-            seed = settings.seed
-            lr_alpha = lr * alpha
-            user_share, item_share = fparams.user_decay_share, fparams.item_decay_share
-            stop = work.stop
-            n_items = iptr.shape[0] - 1
-            shift = filter_shift(filt.shape[1], n_items)
-            buf = work.scratch[thread]
-            rep_u, rep_i, rep_c, rep_j = buf[0], buf[1], buf[2], buf[3]
-            ok = True
-            n_samples = 0
-            n_updates = 0
-            n_trials = 0
-            loss_sum = 0.0
-            rank_loss_sum = 0.0
-            cur = hi = 0
-            while not stop[0]:
-                s, cur, hi, _ = next_position(work.next_chunk, chunk, order.shape[0], cur, hi)
-                if s < 0:
-                    break
-                p, u, start, end, n_neg = sample_at(order, s, sample_users, indptr, n_items)
-                n_samples += 1
-                if n_neg <= 0:
-                    continue
-                key = stream_key(seed, epoch, p)
-                i = indices[p]
-                w = sample_weight[p]
-                represent(uptr, uind, uw, EU, no_bias, u, rep_u)
-                b_i = represent(iptr, iind, iw, EI, c, i, rep_i)
-                f_i = _dot_rows(rep_u, rep_i) + b_i
-                j = -1
-                g = 0.0
-                if bpr:
-                    j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift,
-                                      key, 0)
-                    b_j = represent(iptr, iind, iw, EI, c, j, rep_j)
-                    g, loss = bpr_terms(f_i - (_dot_rows(rep_u, rep_j) + b_j))
-                    loss_sum += w * loss
-                    g = w * g
-                    n_trials += 1
-                else:
-                    trial = 0
-                    for t in range(1, max_sampled + 1):
-                        trial = t
-                        cand = draw_negative(indices, start, end, u, n_items, neg_cdf, filt,
-                                             shift, key, t - 1)
-                        b_c = represent(iptr, iind, iw, EI, c, cand, rep_c)
-                        f_c = _dot_rows(rep_u, rep_c) + b_c
-                        if f_c + np.float32(1.0) > f_i:
-                            j = cand
-                            for k in range(rep_c.shape[0]):
-                                rep_j[k] = rep_c[k]
-                            lw = rank_loss_weight(table, max((n_neg - 1) // t, 1), n_neg,
-                                                  top_fraction, normalize)
-                            loss_sum += w * lw * (1.0 + f_c - f_i)
-                            rank_loss_sum += w * lw
-                            g = w * lw
-                            break
-                    n_trials += trial
-                if j < 0 or g == 0:
-                    continue
-                g32 = np.float32(g)
-                # user features along rep_j - rep_i (rep_c is free once j is chosen)
-                for k in range(rep_c.shape[0]):
-                    rep_c[k] = rep_j[k] - rep_i[k]
-                ok = feature_rows_step(uptr, uind, uw, EU, GU, no_bias, Gc[:0], u, rep_c,
-                                       np.float32(1.0), g32, np.float32(0.0), lr, lr_alpha,
-                                       user_share, adagrad)
-                ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, i, rep_u,
-                                       np.float32(-1.0), g32, -g32, lr, lr_alpha,
-                                       item_share, adagrad) and ok
-                ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, j, rep_u,
-                                       np.float32(1.0), g32, g32, lr, lr_alpha, item_share,
-                                       adagrad) and ok
-                n_updates += 1
-                if not ok:
-                    break
-            _close_slice(work.stats[thread], stop, ok, n_samples, n_updates, n_trials,
-                         loss_sum, rank_loss_sum)
-        return not work.stop[0]
 
-    return features_variant
+@inlined
+def fetch_nothing(rows, j):
+    """The hybrid model prefetches nothing (``Mode.prefetch`` is off)."""
+
+
+# ------------------------------------------------------------- the epoch's plug-ins
+@inlined
+def begin(fparams, positives, settings, work, thread):
+    """The slice's state: ``(fparams, settings, work, thread, shift, buf)``, the filter's
+    hash shift and the slice's scratch rows; rows 0-3 of ``buf`` hold the user's, the
+    positive's, the candidate's representation and the step's direction."""
+    n_items = fparams.item_indptr.shape[0] - 1
+    shift = filter_shift(positives.filt.shape[1], n_items)
+    return n_items, (fparams, settings, work, thread, shift, work.scratch[thread])
+
+
+#: The hybrid epoch prefetches nothing.
+ahead = nothing_ahead
+
+
+@inlined
+def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, adagrad, clip,
+         prefetching, freeze_items, violators):
+    """The hybrid WARP or BPR step on positive ``p`` (the module docstring); see
+    :mod:`.epoch` for the arguments and what it returns. A step whose gradient weight is
+    0 moves nothing."""
+    fparams, settings, work, thread, shift, buf = state
+    EU, EI, c = (fparams.user_feature_factors, fparams.item_feature_factors,
+                 fparams.item_feature_biases)
+    GU, GI, Gc = (fparams.user_feature_grad_sq, fparams.item_feature_grad_sq,
+                  fparams.item_feature_bias_grad_sq)
+    uptr, uind, uw = fparams.user_indptr, fparams.user_indices, fparams.user_weights
+    iptr, iind, iw = fparams.item_indptr, fparams.item_indices, fparams.item_weights
+    no_bias = c[:0]
+    indices, neg_cdf, filt = positives.indices, positives.neg_cdf, positives.filt
+    lr = settings.learning_rate
+    lr_alpha = lr * settings.alpha
+    n_items = iptr.shape[0] - 1
+    rep_u, rep_i, rep_c, rep_j = buf[0], buf[1], buf[2], buf[3]
+    i = indices[p]
+    w = positives.sample_weight[p]
+    represent(uptr, uind, uw, EU, no_bias, u, rep_u)
+    b_i = represent(iptr, iind, iw, EI, c, i, rep_i)
+    f_i = _dot_rows(rep_u, rep_i) + b_i
+    rows = (rep_u, iptr, iind, iw, EI, c, rep_c)   # the candidate's representation: rep_c
+    if loss == LOSS_BPR:
+        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
+        g, sample_loss = bpr_terms(f_i - feature_score(rows, j))
+        sample_loss = w * sample_loss
+        rank_loss = 0.0
+        g = w * g
+        trials = 1
+    else:
+        j, f_j, trials = first_violator(feature_score, fetch_nothing, rows, f_i,
+                                        settings.max_sampled, indices, start, end, u, n_items,
+                                        neg_cdf, filt, shift, key, 0,
+                                        work.candidates[thread, 0], 0, False, 0)
+        if j < 0:
+            return True, 0, trials, 0.0, 0.0
+        lw = rank_loss_weight(settings.rank_table, sampled_rank(1, trials, n_neg), n_neg,
+                              settings.top_fraction, settings.normalize)
+        sample_loss = w * lw * (1.0 + f_j - f_i)
+        rank_loss = w * lw
+        g = w * lw
+    if g == 0:
+        return True, 0, trials, sample_loss, rank_loss
+    g32 = np.float32(g)
+    # user features along rep_j - rep_i
+    for k in range(rep_j.shape[0]):
+        rep_j[k] = rep_c[k] - rep_i[k]
+    ok = feature_rows_step(uptr, uind, uw, EU, GU, no_bias, Gc[:0], u, rep_j, np.float32(1.0),
+                           g32, np.float32(0.0), lr, lr_alpha, fparams.user_decay_share,
+                           adagrad)
+    ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, i, rep_u, np.float32(-1.0), g32,
+                           -g32, lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
+    ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, j, rep_u, np.float32(1.0), g32, g32,
+                           lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
+    return ok, 1, trials, sample_loss, rank_loss

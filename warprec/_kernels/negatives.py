@@ -24,7 +24,7 @@ loads, an exact filter test one).
 import numpy as np
 from numba import njit
 
-from ._flags import JIT
+from ._flags import JIT, inlined
 from .config import FILTER_MAX_BYTES, REDRAWS
 from .rng import draw_below, draw_unit
 from .search import bisect, count_at_most
@@ -50,7 +50,7 @@ def filter_words(n_users, n_items, max_bytes=FILTER_MAX_BYTES):
     return words
 
 
-@njit(inline="always", **JIT)
+@inlined
 def filter_shift(n_words, n_items):
     """0 for an exact filter; else ``64 - log2(64 * n_words)``, the right shift that
     turns a 64-bit multiplicative hash into a bit index (``n_words`` a power of two)."""
@@ -62,7 +62,7 @@ def filter_shift(n_words, n_items):
     return 64 - bits
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _filter_bit(j, shift):
     if shift == 0:
         return np.uint64(j)
@@ -83,14 +83,14 @@ def positive_filter(indptr, indices, n_items, n_words):
     return filt
 
 
-@njit(inline="always", **JIT)
+@inlined
 def is_member(indices, start, end, j):
     """Whether ``j`` is in the sorted ``indices[start:end]``."""
     lo = bisect(indices, start, end, j, False)
     return lo < end and indices[lo] == j
 
 
-@njit(inline="always", **JIT)
+@inlined
 def is_positive(filt, shift, u, j, indices, start, end):
     """Whether item ``j`` is among user ``u``'s positives ``indices[start:end]``."""
     h = _filter_bit(j, shift)
@@ -99,7 +99,7 @@ def is_positive(filt, shift, u, j, indices, start, end):
     return shift == 0 or is_member(indices, start, end, j)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def nth_negative(indices, start, end, r):
     """The ``r``-th (0-based) column absent from the sorted ``indices[start:end]``.
 
@@ -119,7 +119,7 @@ def nth_negative(indices, start, end, r):
     return r + base
 
 
-@njit(inline="always", **JIT)
+@inlined
 def draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, counter):
     """Draw ``counter`` of stream ``key``: a negative of user ``u`` (positives
     ``indices[start:end]``, at least one negative).

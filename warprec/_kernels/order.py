@@ -16,7 +16,7 @@ training kernel's per-sample streams (keyed by positive positions) never take.
 import numpy as np
 from numba import njit
 
-from ._flags import JIT
+from ._flags import JIT, inlined
 from .rng import draw_below, stream_key
 
 #: Stream of user ``u``'s shuffle: ``ORDER_STREAM + u``.
@@ -25,7 +25,7 @@ ORDER_STREAM = np.uint64(1 << 63)
 SHUFFLE_STREAM = np.uint64(2**64 - 1)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _fisher_yates(out, lo, length, key):
     """Shuffle ``out[lo:lo + length]`` in place with the stream ``key``."""
     for t in range(length - 1, 0, -1):

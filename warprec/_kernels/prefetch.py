@@ -7,11 +7,11 @@ prefetch is only a hint: it never faults and never changes results.
 """
 
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._flags import JIT
+from ._flags import inlined
 
 _LINE_BYTES = 64
 
@@ -42,7 +42,7 @@ def prefetch(typingctx, array, index):
     return sig, codegen
 
 
-@njit(inline="always", **JIT)
+@inlined
 def prefetch_row(matrix, row):
     """Prefetch every cache line of ``matrix[row]`` (a C-contiguous 2-D array)."""
     step = max(_LINE_BYTES // matrix.itemsize, 1)

@@ -9,9 +9,8 @@ a Weyl sequence, as here.
 """
 
 import numpy as np
-from numba import njit
 
-from ._flags import JIT
+from ._flags import inlined
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -24,7 +23,7 @@ _S11 = np.uint64(11)
 _ONE = np.uint64(1)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def mix64(z):
     """SplitMix64 finaliser: a bijective 64-bit hash."""
     z = (z ^ (z >> _S30)) * _M1
@@ -32,7 +31,7 @@ def mix64(z):
     return z ^ (z >> _S31)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def stream_key(seed, epoch, sample):
     """Key of the random stream of one sample in one epoch."""
     k = mix64(np.uint64(seed) + _GOLDEN)
@@ -40,19 +39,19 @@ def stream_key(seed, epoch, sample):
     return mix64(k ^ (np.uint64(sample) * _M2 + _GOLDEN))
 
 
-@njit(inline="always", **JIT)
+@inlined
 def draw(key, counter):
     """The ``counter``-th 64-bit number of the stream ``key``."""
     return mix64(key + (np.uint64(counter) + _ONE) * _GOLDEN)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def draw_below(key, counter, n):
     """Uniform integer in ``[0, n)`` for ``0 < n < 2**32`` (multiply-shift; bias < 2**-32)."""
     return np.int64(((draw(key, counter) >> _S32) * np.uint64(n)) >> _S32)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def draw_unit(key, counter):
     """Uniform float64 in ``[0, 1)`` with 53 random bits."""
     return np.float64(draw(key, counter) >> _S11) * (1.0 / 9007199254740992.0)

@@ -9,11 +9,11 @@ the same answers as numpy on arrays without NaN (the kernels' inputs have none).
 import numpy as np
 from numba import njit
 
-from ._flags import JIT
+from ._flags import JIT, inlined
 from .topk import sift_down, sort_heap_best_first
 
 
-@njit(inline="always", **JIT)
+@inlined
 def bisect(values, lo, hi, x, right):
     """The first position ``p`` in ``[lo, hi)`` of the non-decreasing ``values[lo:hi]``
     whose entry is > x (``right``) or >= x (not ``right``); ``hi`` if there is none."""
@@ -26,14 +26,14 @@ def bisect(values, lo, hi, x, right):
     return lo
 
 
-@njit(inline="always", **JIT)
+@inlined
 def count_below(values, x):
     """How many entries of the non-decreasing ``values`` are < x:
     ``np.searchsorted(values, x, side="left")``."""
     return np.int64(bisect(values, 0, values.shape[0], x, False))
 
 
-@njit(inline="always", **JIT)
+@inlined
 def count_at_most(values, x):
     """How many entries of the non-decreasing ``values`` are <= x:
     ``np.searchsorted(values, x, side="right")``."""

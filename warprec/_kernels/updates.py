@@ -11,17 +11,17 @@ decay. No update leaves a parameter NaN or infinite.
 import numpy as np
 from numba import njit
 
-from ._flags import JIT
+from ._flags import JIT, inlined
 
 
 @njit(**JIT)
 def score(U, V, b, u, i):
     """``<U[u], V[i]> + b[i]`` in float32."""
-    return _dot(U, V, u, i, U.shape[1]) + b[i]
+    return dot(U, V, u, i, U.shape[1]) + b[i]
 
 
 @njit(**JIT)
-def _dot(U, V, u, i, d):
+def dot(U, V, u, i, d):
     """``<U[u, :d], V[i, :d]>`` in float32."""
     acc = np.float32(0.0)
     for f in range(d):
@@ -43,7 +43,7 @@ def rank_loss_weight(table, rank, n_neg, top_fraction, normalize):
     return w
 
 
-@njit(inline="always", **JIT)
+@inlined
 def bpr_terms(x):
     """BPR's ``(dL/df_j, L)`` for the score margin ``x = f(u, i) - f(u, j)``, with
     ``L = -log(sigmoid(x))``: ``dL/df_j = sigmoid(-x)``, both computed without
@@ -55,7 +55,7 @@ def bpr_terms(x):
     return 1.0 / (1.0 + e), np.log1p(e) - x
 
 
-@njit(inline="always", **JIT)
+@inlined
 def pair_update(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagrad, clip,
                 freeze_items):
     """One step on ``g * (f(u, j) - f(u, i))`` for the rows U[u], V[i], V[j], b[i], b[j]
@@ -125,7 +125,7 @@ def _sgd_coordinate(uf, vi, vj, g, lr, decay):
     return decay * uf - lr * gu, decay * vi + lr * gv, decay * vj - lr * gv
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _step_in_place(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, adagrad):
     """:func:`pair_update` without max-norm: each coordinate of the rows (and of their
     Adagrad accumulators) is read, stepped and written back in one pass, and the sum of
@@ -191,7 +191,7 @@ def _reset_non_finite(matrix, row, value):
             matrix[row, f] = value
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, adagrad):
     """:func:`pair_update` with max-norm: the new rows are computed once, into ``buf``
     (rows 0-2: U[u], V[i], V[j]; rows 3-5: their Adagrad accumulators), max-norm
@@ -246,7 +246,7 @@ def _step_buffered(U, V, b, GU, GV, Gb, u, i, j, g, lr, alpha, max_norm, buf, ad
     return True
 
 
-@njit(inline="always", **JIT)
+@inlined
 def user_update(U, V, GU, u, i, j, g, lr, alpha, max_norm, buf, adagrad):
     """:func:`pair_update` of the user row alone: ``U[u]`` (and ``GU[u]``) step on
     ``g * (f(u, j) - f(u, i))`` with the items' factors and biases held fixed; the same
@@ -275,7 +275,7 @@ def list_update(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagra
                      max_norm, buf, freeze_items)
 
 
-@njit(inline="always", **JIT)
+@inlined
 def list_step(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad, max_norm, buf,
               freeze_items):
     """:func:`list_update` inlined into its caller: the form the training kernels (compiled
@@ -313,7 +313,7 @@ def list_step(U, V, b, GU, GV, Gb, u, items, grad, m, scale, lr, alpha, adagrad,
     return True
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _propose_row(P, G, r, buf, grad_row, lr, decay, adagrad, max_norm):
     """New values of ``P[r]`` after a step along ``buf[grad_row]`` into ``buf[1]`` (and the
     new Adagrad accumulators into ``buf[2]``), max-norm applied; returns their sum, whose
@@ -333,7 +333,7 @@ def _propose_row(P, G, r, buf, grad_row, lr, decay, adagrad, max_norm):
     return total
 
 
-@njit(inline="always", **JIT)
+@inlined
 def _commit_row(P, G, r, buf, adagrad):
     """Write the row proposed by :func:`_propose_row`."""
     for f in range(P.shape[1]):

@@ -30,15 +30,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "warprec"
 
-#: Files (relative to warprec/) exempt from rule (a) while issue 35's restructuring is
-#: under way; each comment says which private names it reaches for today. Remove a file
-#: once it no longer needs the exemption; the list is meant to become empty.
-PENDING = frozenset({
-    "_kernels/ccl.py",  # train._close_slice, updates._dot (one epoch skeleton to come)
-    "_kernels/features.py",  # train._close_slice (one epoch skeleton to come)
-    "_kernels/train.py",  # updates._dot (one epoch skeleton to come)
-})
-
 #: What modules under _kernels/ may import from outside warprec._kernels (top-level names).
 KERNEL_THIRD_PARTY = frozenset({"numpy", "numba", "llvmlite"})
 KERNEL_STDLIB = frozenset({"__future__", "functools", "math", "typing"})
@@ -141,17 +132,11 @@ def _relative(path: Path) -> str:
 @pytest.mark.parametrize("path", sorted(MODULES.values()), ids=_relative)
 def test_no_module_reaches_into_private_names_of_another(path):
     relative = _relative(path)
-    if relative in PENDING:
-        pytest.skip(f"{relative} is in PENDING (issue 35's restructuring)")
     reaches = private_reaches(relative, path.read_text(encoding="utf-8"))
     assert not reaches, (
         f"warprec/{relative} uses private names of other modules: {reaches}. Make each a "
         f"public name (no leading underscore) of an internal module, documented there as "
         f"internal API, and import that.")
-
-
-def test_pending_lists_existing_files_only():
-    assert PENDING <= {_relative(path) for path in MODULES.values()}
 
 
 @pytest.mark.parametrize("relative, source, expected", [

@@ -58,6 +58,16 @@ def test_fit_returns_self_and_sets_trailing_underscore_attributes(small):
     assert model.epochs_done_ == 1 and len(model.history_) == 1
 
 
+def test_zero_epochs_allocate_and_resolve_without_training(small):
+    start = WARPFactorizer(n_components=4, epochs=0, n_threads=1, random_state=3).fit(small[0])
+    assert start.epochs_done_ == 0 and start.history_ == []
+    assert start.user_factors_.shape == (300, 4) and isinstance(start.learning_rate_, float)
+    one = WARPFactorizer(n_components=4, epochs=1, n_threads=1, random_state=3).fit(small[0])
+    start.set_params(epochs=1).partial_fit(small[0])   # the same first epoch
+    np.testing.assert_array_equal(start.user_factors_, one.user_factors_)
+    assert start.epochs_done_ == 1 and start.history_[0]["epoch"] == 0
+
+
 def test_single_thread_is_bit_reproducible(small):
     a = WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=5).fit(small[0])
     b = WARPFactorizer(n_components=8, epochs=3, n_threads=1, random_state=5).fit(small[0])

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from ._defaults import WAIT_POLL_SECONDS
 from ._loss_specs import loss_spec
 from ._plan import resolve_epochs
-from ._trainer import finite, unit_rows
+from ._trainer import finite, record_epoch, unit_rows
 
 if TYPE_CHECKING:
     from .model import WARPFactorizer
@@ -163,8 +163,7 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
                                + (" or use combine='mean'." if combine == "sum" else "."))
         info = _combine_info(epoch, time.perf_counter() - tic, [r[1] for r in results])
         info["bytes_shipped"] = 2 * len(actors) * item_bytes
-        model.epochs_done_ += 1
-        model.history_.append(info)
+        record_epoch(model, info)
         log.debug("distributed epoch %d: %s", epoch, info)
         if callback is not None and callback(model, info) is False:
             break

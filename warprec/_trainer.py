@@ -39,7 +39,7 @@ from .weights import RankWeighting
 
 __all__ = ["KernelInputs", "Target", "Trainer", "kernel_inputs", "kernel_settings",
            "sample_weights", "grades", "negative_cdf",
-           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows"]
+           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "record_epoch"]
 
 log = logging.getLogger(__name__)
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -230,6 +230,15 @@ def unit_rows(matrix: np.ndarray) -> None:
     np.divide(matrix, norms, out=matrix, where=norms > 0)
 
 
+def record_epoch(model: Any, info: dict[str, Any]) -> None:
+    """Count one more epoch trained on ``model`` and append its statistics ``info`` (the
+    entry is the same dict object, so what is added to it later is in ``history_`` too).
+    The one place the epoch count advances: the trainer here and the Dask driver
+    (:mod:`warprec._dask_fit`) call it."""
+    model.epochs_done_ += 1
+    model.history_.append(info)
+
+
 @dataclass(frozen=True)
 class Target:
     """What the trainer trains: ``arrays()`` the arrays an epoch updates, by fitted
@@ -299,7 +308,7 @@ class Trainer:
                 raise self._divergence(epoch, ok)
             info = epoch_info(epoch, seconds, inputs.work.stats)
             info["learning_rate"] = float(settings.learning_rate)
-            model.epochs_done_ += 1
+            record_epoch(model, info)
             # (a check every ``interval`` epochs of this call, and after its last epoch)
             checked = monitor is not None and (done % int(interval) == 0
                                                or done == config.epochs)
@@ -309,7 +318,6 @@ class Trainer:
                 model.validation_scores_.append(info["validation"])
                 if stopping:
                     best.offer(info["validation"], model.epochs_done_, self.target.arrays())
-            model.history_.append(info)
             progress.update(1)
             if model.verbose:
                 postfix = dict(loss=f"{info['loss']:.4g}",

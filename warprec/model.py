@@ -81,7 +81,9 @@ class WARPFactorizer(FactorRecommender):
         Passes over the positives made by :meth:`fit` (and by each :meth:`partial_fit`);
         the maximum with early stopping. ``"auto"``: 50 (``AUTO_EPOCHS``), or at most 100
         (``AUTO_EPOCHS_EARLY_STOPPING``) with early stopping, which then ends training
-        ``n_iter_no_change`` epochs after the best one.
+        ``n_iter_no_change`` epochs after the best one. ``0`` trains nothing: ``fit``
+        then only allocates the state (random factors, id maps) and resolves the "auto"
+        parameters (``warprec.dask.fit`` starts that way).
     learning_rate : float or "auto", default "auto"
         Step size (Adagrad's base rate with the default schedule). ``"auto"`` uses
         ``min(0.46 / positives per user, 0.011 * sqrt(positives per item))`` of the

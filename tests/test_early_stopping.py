@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 from warprec import WARPFactorizer, _validation
 from warprec._defaults import AUTO_EPOCHS, AUTO_EPOCHS_EARLY_STOPPING
+from warprec._selection import agreed_epochs, refit_folds
 from warprec._validation import (BestSnapshot, Monitor, check_interval, holdout, parse_metric,
                                  select)
 from warprec.datasets import make_interactions
@@ -35,6 +36,21 @@ def test_holdout_shares_and_last_positive():
     assert not np.array_equal(held, holdout(X, 0.1, 6))
     one = sp.csr_matrix(np.eye(3, dtype=np.float32))
     assert not holdout(one, 0.9, 0).any()
+
+
+def test_holdout_folds_are_disjoint_and_keep_the_last_positive():
+    X = make_interactions(2000, 300, 30000, random_state=1)
+    counts = np.diff(X.indptr)
+    folds = [holdout(X, 0.1, 5, fold=k) for k in range(3)]
+    assert np.array_equal(folds[0], holdout(X, 0.1, 5))
+    assert not (folds[0] & folds[1]).any() and not (folds[1] & folds[2]).any() \
+        and not (folds[0] & folds[2]).any()
+    per_user = [np.add.reduceat(f.astype(np.int64), X.indptr[:-1]) for f in folds]
+    # the same share from each user while the user has positives to spare
+    spare = counts >= 3 * np.ceil(0.1 * counts) + 1
+    assert np.array_equal(per_user[0][spare], per_user[2][spare])
+    assert np.all(sum(per_user) <= counts - 1)
+    assert abs(folds[2].sum() / X.nnz - 0.1) < 0.01
 
 
 def test_holdout_from_a_sample_of_users():
@@ -292,26 +308,86 @@ def test_progress_bar_shows_the_metric(data, capsys):
     assert "ndcg@10" in capsys.readouterr().err
 
 
-def test_refit_trains_all_positives_for_the_best_epoch_count(data):
+def test_refit_trains_all_positives_for_the_epochs_the_passes_agree_on(data):
     X, _ = data
     calls = []
-    model = WARPFactorizer(n_components=8, epochs=40, early_stopping="refit", n_iter_no_change=3,
-                           n_threads=1, random_state=4)
+    kw = dict(n_components=8, n_iter_no_change=3, n_threads=1, random_state=4)
+    model = WARPFactorizer(epochs=40, early_stopping="refit", **kw)
     model.fit(X, callback=lambda m, info: calls.append(info["epoch"]))
     best = model.best_epoch_
-    validated = WARPFactorizer(n_components=8, epochs=40, early_stopping=True,
-                               n_iter_no_change=3, n_threads=1, random_state=4).fit(X)
-    assert best == validated.best_epoch_ < 40
-    assert model.validation_scores_ == validated.validation_scores_
-    # the refit is a plain fit on all of X for the best epoch count, bit for bit
-    plain = WARPFactorizer(n_components=8, epochs=best, n_threads=1, random_state=4).fit(X)
+    # 300 users: three validated passes (refit_folds), each to the plain count (40, the
+    # maximum here) although n_iter_no_change would have stopped them earlier
+    assert refit_folds(300) == 3
+    assert calls == list(range(40)) * 3 + list(range(best))
+    assert len(model.validation_scores_) == 40   # the passes' mean score per epoch
+    peak = int(np.argmax(model.validation_scores_)) + 1
+    assert best in (peak, 40)
+    # the refit is a plain fit on all of X for the agreed epoch count, bit for bit
+    plain = WARPFactorizer(epochs=best, **kw).fit(X)
     for name in PARAMS:
         np.testing.assert_array_equal(getattr(model, name), getattr(plain, name))
     assert model.epochs_done_ == len(model.history_) == best
     assert model.train_matrix_.nnz == X.nnz
-    # the callback sees the validated pass, then the refit's epochs from 0
-    assert calls == list(range(len(validated.validation_scores_))) + list(range(best))
     assert model.get_params()["epochs"] == 40 and model.early_stopping == "refit"
+
+
+def test_refit_on_data_without_signal_trains_the_plain_count():
+    """Random positives: no epoch count validates better than another beyond the noise,
+    so the refit is the plain fit (epochs="auto": 50), whatever the noisy peak."""
+    gen = np.random.default_rng(0)
+    X = sp.csr_matrix((gen.random((400, 150)) < 0.08).astype(np.float32))
+    model = WARPFactorizer(n_components=8, early_stopping="refit", n_threads=1,
+                           random_state=0).fit(X)
+    assert model.best_epoch_ == AUTO_EPOCHS == model.epochs_done_
+    assert int(np.argmax(model.validation_scores_)) + 1 != AUTO_EPOCHS   # a noisy peak
+
+
+def test_refit_folds_add_up_to_the_validation_users():
+    assert [refit_folds(n) for n in (1, 300, 3_334, 3_333, 5_000, 9_999, 10_000, 70_000)] \
+        == [3, 3, 3, 3, 2, 2, 1, 1]
+
+
+def _recording(curve, user_noise, epoch_noise, n_users, seed):
+    """Per-user scores at epochs 1..: ``curve[e]``, plus a user's own level (the same at
+    every epoch, as a user's score mostly is) and noise of its own at every check."""
+    gen = np.random.default_rng(seed)
+    level = user_noise * gen.standard_normal(n_users)
+    return {e + 1: value + level + epoch_noise * gen.standard_normal(n_users)
+            for e, value in enumerate(curve)}
+
+
+def test_agreed_epochs_take_a_clear_peak_and_keep_the_plain_count_on_noise():
+    # better up to 60 epochs (by 0.008 from 50 to 60), then flat
+    curve = 0.25 + 0.05 * np.minimum(np.arange(1, 81), 60) / 60
+    clear = [_recording(curve, 0.2, 0.01, 2_000, seed) for seed in range(3)]
+    agreement = agreed_epochs(clear, plain=50)
+    assert agreement.peak >= 59 and agreement.epochs == agreement.peak
+    assert agreement.plain == 50 and agreement.gain > 2 * agreement.standard_error
+    assert agreement.checked == tuple(range(1, 81)) and len(agreement.scores) == 80
+    # a gain of 0.0005 in checks ten times noisier than that: the highest of 80 noisy
+    # means beats the plain count, but not on the half that did not choose it
+    small = 0.3 + 0.0005 * (np.arange(1, 81) >= 60)
+    for seed in range(5):
+        noisy = [_recording(small, 0.2, 0.05, 2_000, 10 * seed + k) for k in range(3)]
+        agreement = agreed_epochs(noisy, plain=50)
+        assert agreement.epochs == 50, agreement
+    # a flat curve: the peak is noise, the plain count stays
+    flat = [_recording(np.full(80, 0.3), 0.2, 0.01, 2_000, seed) for seed in range(3)]
+    assert agreed_epochs(flat, plain=50).epochs == 50
+
+
+def test_agreed_epochs_on_sparse_and_different_checks():
+    # checks every 3 epochs, one pass stopped earlier: only the epochs every pass checked
+    a = {e: np.full(10, e / 100.0) for e in range(3, 61, 3)}
+    b = {e: np.full(10, e / 100.0) for e in range(3, 46, 3)}
+    agreement = agreed_epochs([a, b], plain=50)
+    assert agreement.checked == tuple(range(3, 46, 3))
+    assert agreement.plain == 45 and agreement.peak == 45 and agreement.epochs == 45
+    # no checked count at or below the plain one: the smallest stands for it
+    c = {e: np.full(10, 0.5) for e in (60, 70)}
+    assert agreed_epochs([c], plain=50).plain == 60
+    with pytest.raises(ValueError, match="in common"):
+        agreed_epochs([{1: np.zeros(2)}, {2: np.zeros(2)}], plain=50)
 
 
 def test_refit_with_validation_data_is_early_stopping(data):

@@ -97,6 +97,18 @@ PREFETCH_ABOVE_BYTES = 8 * 2**20
 #: the data size.
 VALIDATION_MAX_USERS = 10_000
 
+#: ``early_stopping="refit"`` validates in up to ``REFIT_MAX_FOLDS`` passes on disjoint
+#: hold-outs, as many as it takes for their checked users to add up to about
+#: ``VALIDATION_MAX_USERS`` (one pass on large data, three on a few thousand users): one
+#: small hold-out's best epoch is mostly noise.
+REFIT_MAX_FOLDS = 3
+
+#: ``early_stopping="refit"`` trains for the epochs where the passes' mean validation
+#: score peaks only when that peak beats the score at the plain fit's epoch count by more
+#: than ``REFIT_Z`` standard errors of the per-user paired differences; else for the
+#: plain fit's count. A refit is then never measurably worse than a plain fit.
+REFIT_Z = 2.0
+
 #: ``early_stopping="auto"`` validates when at least this many users have 2 or more
 #: positives. The hold-out then takes positives from at most half of the users
 #: (``VALIDATION_MAX_USERS`` of them), and the check averages over enough users to see a

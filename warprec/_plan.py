@@ -100,6 +100,12 @@ class TrainingConfig:
     #: ``early_stopping="refit"``'s second pass: the learning-rate drops of the validated
     #: pass to replay, as ``(epoch, rate)`` pairs
     drop_epochs: tuple[tuple[int, float], ...] = field(default=())
+    #: ``early_stopping="refit"``'s validated passes: which disjoint hold-out a pass
+    #: validates on (``warprec._validation.holdout``'s ``fold``), whether its monitor
+    #: keeps the per-user scores, and the epochs it trains at least before stopping
+    validation_fold: int = 0
+    record_validation: bool = False
+    min_epochs: int = 0
 
     @property
     def violators(self) -> bool:

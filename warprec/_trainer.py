@@ -314,7 +314,7 @@ class Trainer:
                                                or done == config.epochs)
             if checked and monitor is not None:
                 info["validation"] = monitor(model.user_factors_, model.item_factors_,
-                                             model.item_biases_)
+                                             model.item_biases_, epochs=model.epochs_done_)
                 model.validation_scores_.append(info["validation"])
                 if stopping:
                     best.offer(info["validation"], model.epochs_done_, self.target.arrays())
@@ -331,7 +331,9 @@ class Trainer:
             if checked and stopping and \
                     model.epochs_done_ - best.epochs >= config.n_iter_no_change:
                 if not drops_left:
-                    break
+                    if model.epochs_done_ >= config.min_epochs:
+                        break
+                    continue   # (a validated pass that must reach min_epochs)
                 # a plateau: on from the best epoch at a lower rate
                 drops_left -= 1
                 self._restore(best)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from ._defaults import (EARLY_STOPPING_AUTO_USERS, VALIDATION_MAX_USERS,
@@ -36,7 +37,7 @@ def parse_metric(text):
                      f"and k >= 1, e.g. 'ndcg@10' (got {text!r}).")
 
 
-def holdout(matrix, fraction, seed, max_users=None):
+def holdout(matrix, fraction, seed, max_users=None, fold=0):
     """Split a CSR matrix's positives into training and validation positives.
 
     Each validated user with ``n_u`` positives gives ``floor(fraction * n_u + U)`` of
@@ -49,6 +50,11 @@ def holdout(matrix, fraction, seed, max_users=None):
     ``max_users`` of the users with at least 2 positives (all of them when there are no
     more): a validation check scores at most that many users anyway, so holding out the
     positives of the others would only take them from training.
+
+    ``fold`` k > 0 holds out, from the same users, the next ``n_held`` of each user's
+    positives in the same random order (those of rank ``k * n_held`` to ``(k + 1) *
+    n_held - 1``, again never the last one): the folds of one seed are disjoint, and fold
+    0 is the split of ``fold=0``.
 
     Returns
     -------
@@ -67,15 +73,20 @@ def holdout(matrix, fraction, seed, max_users=None):
             n_held[~chosen] = 0
     rows = np.repeat(np.arange(counts.size), counts)
     rank, _ = _rank_within_user(rows, counts.size, rng.random(matrix.nnz))
-    return rank < n_held[rows]
+    if fold == 0:
+        return rank < n_held[rows]
+    first = fold * n_held[rows]
+    return (rank >= first) & (rank < first + n_held[rows]) & (rank < counts[rows] - 1)
 
 
-def early_stopping_holdout(matrix, fraction, model_seed):
+def early_stopping_holdout(matrix, fraction, model_seed, fold=0):
     """The validation positives of early stopping without ``validation_data`` for a
     model whose ``seed_`` is ``model_seed``: :func:`holdout` of ``fraction`` of the
     positives of at most ``VALIDATION_MAX_USERS`` users (``warprec.tune``'s trials train
-    on the same split)."""
-    return holdout(matrix, fraction, [model_seed, 1], max_users=VALIDATION_MAX_USERS)
+    on the same split); ``fold`` > 0 gives ``early_stopping="refit"``'s further passes
+    disjoint validation positives of the same users."""
+    return holdout(matrix, fraction, [model_seed, 1], max_users=VALIDATION_MAX_USERS,
+                   fold=fold)
 
 
 def auto_early_stopping(matrix):
@@ -119,10 +130,14 @@ class Monitor:
     n_threads : int
     n_relevant : ndarray of int, optional
         Validation positives per user, counting those on items the model cannot score.
+    record : bool, default False
+        Keep every check's per-user values in ``recorded`` (epochs trained -> float64
+        values of ``users``; a later check after the same number of epochs, as after a
+        learning-rate drop's restore, replaces the earlier one).
     """
 
     def __init__(self, valid, train, metric, seed, n_threads, n_relevant=None,
-                 max_users=VALIDATION_MAX_USERS):
+                 max_users=VALIDATION_MAX_USERS, record=False):
         self.name, self.k = parse_metric(metric)
         self.key = f"{self.name}@{self.k}"
         counts = np.diff(valid.indptr) if n_relevant is None else np.asarray(n_relevant)
@@ -139,12 +154,26 @@ class Monitor:
         self.train = train[users]
         self.n_relevant = counts[users].astype(np.int64)
         self.n_threads = n_threads
+        self.recorded: dict[int, np.ndarray] | None = {} if record else None
 
-    def __call__(self, user_factors, item_factors, item_biases):
-        result = evaluate_factors(user_factors[self.users], item_factors, item_biases,
-                                  self.valid, self.train, k=self.k, metrics=[self.name],
-                                  n_relevant=self.n_relevant, n_threads=self.n_threads)
-        return float(result[self.key])  # type: ignore[arg-type]  # (a float, not per user)
+    def __call__(self, user_factors, item_factors, item_biases, epochs=None):
+        """The metric's mean over the checked users (recorded under ``epochs`` when the
+        monitor records)."""
+        if self.recorded is None or epochs is None:
+            result = evaluate_factors(user_factors[self.users], item_factors, item_biases,
+                                      self.valid, self.train, k=self.k, metrics=[self.name],
+                                      n_relevant=self.n_relevant, n_threads=self.n_threads)
+            return float(result[self.key])  # type: ignore[arg-type]  # (not per user)
+        frame = evaluate_factors(user_factors[self.users], item_factors, item_biases,
+                                 self.valid, self.train, k=self.k, metrics=[self.name],
+                                 n_relevant=self.n_relevant, n_threads=self.n_threads,
+                                 per_user=True)
+        assert isinstance(frame, pd.DataFrame)
+        values = frame[self.key].to_numpy(np.float64)
+        self.recorded[int(epochs)] = values
+        defined = values[~np.isnan(values)]
+        # (the same exactly rounded mean as evaluate_factors's)
+        return math.fsum(defined.tolist()) / defined.size if defined.size else math.nan
 
 
 class BestSnapshot:

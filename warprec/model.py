@@ -32,6 +32,7 @@ from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_ne
 from ._trainer import (Target, Trainer, fold_in_epochs, grades, kernel_inputs, kernel_settings,
                        negative_cdf, progress_bar, sample_weights, unit_rows)
 from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
+from ._selection import agreed_epochs, plain_epochs, refit_folds
 from .exceptions import DivergenceError
 from .weights import resolve_rank_weighting
 
@@ -539,26 +540,48 @@ class WARPFactorizer(FactorRecommender):
         snapshot = _state.snapshot(self)
         self._reset()
         features = (user_features, item_features)
-        self._train(X, sample_weight, validation_data, callback, fresh=True,
-                    features=features, snapshot=snapshot)
-        if self.early_stopping == "refit" and validation_data is None \
-                and hasattr(self, "best_epoch_"):
-            self._refit(X, sample_weight, callback, features)
+        refit = self.early_stopping == "refit" and validation_data is None
+        first = self._train(X, sample_weight, validation_data, callback, fresh=True,
+                            features=features, snapshot=snapshot,
+                            overrides=dict(record_validation=True) if refit else None)
+        if refit and hasattr(self, "best_epoch_"):
+            self._refit(X, sample_weight, callback, features, first.monitor)
         return self
 
-    def _refit(self, X, sample_weight, callback, features):
-        """``early_stopping="refit"``: train again from scratch on all of X for the
-        validated pass's ``best_epoch_`` epochs, keeping that pass's validation record."""
+    def _refit(self, X, sample_weight, callback, features, monitor):
+        """``early_stopping="refit"``: validate in more passes on disjoint hold-outs when
+        the first pass checked few users, then train again from scratch on all of X for
+        the epochs the passes agree on (:mod:`warprec._selection`), keeping the passes'
+        validation record (their mean scores at the epochs every pass checked)."""
         record = {name: getattr(self, name) for name in
-                  ("best_epoch_", "validation_scores_", "validation_interval_",
-                   "learning_rate_drop_")}
+                  ("validation_interval_", "learning_rate_drop_")}
         drops = self.learning_rate_drops_
+        recordings = [monitor.recorded]
+        for fold in range(1, refit_folds(monitor.users.size)):
+            self._reset()
+            trainer = self._train(X, sample_weight, None, callback, fresh=True,
+                                  features=features, overrides=dict(
+                                      record_validation=True, validation_fold=fold,
+                                      validation_interval=record["validation_interval_"]))
+            recordings.append(trainer.monitor.recorded)
+        agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()))
+        log.info("early_stopping='refit': %d validated pass(es); the mean score peaks "
+                 "after %d epochs (%+.4g against %d epochs, standard error %.2g): training "
+                 "again for %d epochs", len(recordings), agreement.peak, agreement.gain,
+                 agreement.plain, agreement.standard_error, agreement.epochs)
         self._reset()
         self._train(X, sample_weight, None, callback, fresh=True, features=features,
-                    refit_epochs=record["best_epoch_"], refit_drops=drops)
+                    overrides=dict(epochs=agreement.epochs, early_stopping=False,
+                                   drop_epochs=tuple(drops)))   # (epoch, rate) pairs
         for name, value in record.items():
             setattr(self, name, value)
+        self.best_epoch_ = agreement.epochs
+        self.validation_scores_ = list(agreement.scores)
         self.early_stopping_ = True
+
+    def _max_epochs(self):
+        """The epochs of a fit with early stopping at most (``epochs`` resolved)."""
+        return resolve_epochs(self._config().epochs, True)
 
     def partial_fit(self, X: InteractionData, sample_weight: SampleWeight = None, *,
                     user_features: FeatureData | None = None,
@@ -592,8 +615,9 @@ class WARPFactorizer(FactorRecommender):
                              "after the validated pass, which partial_fit (continuing from "
                              "the current parameters) does not do: use fit, or set "
                              "early_stopping=True for partial_fit.")
-        return self._train(X, sample_weight, validation_data, callback, fresh=False,
-                           features=(user_features, item_features))
+        self._train(X, sample_weight, validation_data, callback, fresh=False,
+                    features=(user_features, item_features))
+        return self
 
     def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
                 epochs: int | None = None) -> Float32Array:
@@ -691,15 +715,17 @@ class WARPFactorizer(FactorRecommender):
                 delattr(self, name)
 
     def _train(self, X, sample_weight, validation_data, callback, fresh, features,
-               refit_epochs=None, refit_drops=(), snapshot=None):
-        """Check every input, then train. A failure before the first epoch restores the
-        fitted state of ``snapshot`` (default: the state now) exactly; an exception during
-        the epochs (a callback's, an interrupt) keeps the epochs trained and marks the
-        model ``interrupted_``; a divergence keeps its finite, unusable parameters."""
+               overrides=None, snapshot=None):
+        """Check every input, then train; returns the trainer. ``overrides`` replaces
+        fields of the training configuration (``early_stopping="refit"``'s passes). A
+        failure before the first epoch restores the fitted state of ``snapshot`` (default:
+        the state now) exactly; an exception during the epochs (a callback's, an
+        interrupt) keeps the epochs trained and marks the model ``interrupted_``; a
+        divergence keeps its finite, unusable parameters."""
         snapshot = _state.snapshot(self) if snapshot is None else snapshot
         try:
             run = self._prepare(X, sample_weight, validation_data, fresh, features,
-                                refit_epochs, refit_drops)
+                                overrides or {})
         except BaseException:
             _state.restore(self, snapshot)
             raise
@@ -720,17 +746,14 @@ class WARPFactorizer(FactorRecommender):
             raise
         finally:
             progress.close()
-        return self
+        return trainer
 
-    def _prepare(self, X, sample_weight, validation_data, fresh, features, refit_epochs,
-                 refit_drops):
-        """Everything before the first epoch: the checked configuration, the input in the
-        model's index space, the state allocated or grown, the validation split, the
-        resolved rates; returns the trainer and its epoch count."""
-        config = self._config()
-        if refit_epochs is not None:   # early_stopping="refit"'s second pass
-            config = replace(config, epochs=int(refit_epochs), early_stopping=False,
-                             drop_epochs=tuple(refit_drops))   # (epoch, rate) pairs
+    def _prepare(self, X, sample_weight, validation_data, fresh, features, overrides):
+        """Everything before the first epoch: the checked configuration (with
+        ``overrides``), the input in the model's index space, the state allocated or
+        grown, the validation split, the resolved rates; returns the trainer and its epoch
+        count."""
+        config = replace(self._config(), **overrides)
         matrix, user_ids, item_ids = self._fit_input(X, fresh)
         weights = sample_weights(matrix, sample_weight)
         if fresh:
@@ -802,9 +825,11 @@ class WARPFactorizer(FactorRecommender):
         if validation_data is None and not stopping:
             return matrix, weights, None, config
         n_relevant = None
+        if config.record_validation:   # a refit's validated pass: it scores the plain count
+            config = replace(config, min_epochs=plain_epochs(int(config.epochs)))
         if validation_data is None:
             held = _validation.early_stopping_holdout(matrix, float(self.validation_fraction),
-                                                      self.seed_)
+                                                      self.seed_, config.validation_fold)
             valid = _validation.select(matrix, held)
             matrix, weights = _validation.select(matrix, ~held), weights[~held]
         else:
@@ -813,7 +838,8 @@ class WARPFactorizer(FactorRecommender):
             n_relevant = np.diff(valid.indptr).astype(np.int64) + extra
         # (the hold-out keeps every user's last positive, so something is left to train on)
         monitor = _validation.Monitor(valid, matrix, self.validation_metric, [self.seed_, 2],
-                                      config.n_threads, n_relevant)
+                                      config.n_threads, n_relevant,
+                                      record=config.record_validation)
         interval = config.validation_interval
         if interval == "auto":
             interval = _validation.check_interval(monitor.users.size, matrix.shape[1],

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from ._typing import Constraint, ConstraintSpec, Int64Array, SparseMatrix
 
-__all__ = ["POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval", "Options",
-           "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
+__all__ = ["ON_UNKNOWN", "POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval",
+           "Options", "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
            "validate_param", "validate_params"]
 
 
@@ -248,6 +248,10 @@ POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 #: ``random_state`` of the estimators and searches: None, a seed or a Generator.
 RANDOM_STATE = [None, Interval(numbers.Integral, 0, None, closed="left"),
                 InstanceOf(np.random.Generator, "a numpy.random.Generator")]
+
+#: ``on_unknown`` of ``recommend``, the evaluation functions and :mod:`warprec.dask`:
+#: what to do with users the model was not fit on.
+ON_UNKNOWN = Options(("error", "skip", "popular"))
 
 
 def validate_param(name: str, value: Any, constraints: Sequence[ConstraintSpec]) -> Any:

@@ -19,6 +19,9 @@ imported. One name per kind of argument, as the docstrings describe them:
 ``RandomState``
     ``random_state`` of the estimators and generators: None, a seed or a
     ``numpy.random.Generator``.
+``OnUnknown``
+    ``on_unknown`` of ``recommend`` and the evaluation functions: what to do with users
+    the model was not fit on (``"error"``, ``"skip"`` or ``"popular"``).
 ``Constraint``, ``ConstraintSpec``
     A parameter constraint of :mod:`warprec._inputs` (``Interval``, ``Options``,
     ``InstanceOf``) and what a declaration may hold: one of them, None (the value None)
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     InteractionData: TypeAlias = pd.DataFrame | Interactions | SparseMatrix | NDArray[Any]
     FeatureData: TypeAlias = pd.DataFrame | SparseMatrix | NDArray[Any]
     RandomState: TypeAlias = int | np.random.Generator | None
+    OnUnknown: TypeAlias = Literal["error", "skip", "popular"]
 
     class Constraint(Protocol):
         """What :func:`warprec._inputs.validate_param` asks of a constraint object."""

@@ -8,14 +8,15 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import (ON_UNKNOWN, IdMap, as_interaction_matrix, check_k, lookup_ids,
-                      validate_param)
+from ._inputs import (ON_UNKNOWN, IdMap, Options, as_interaction_matrix, check_k,
+                      lookup_ids, validate_param)
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
     from ._typing import (Float32Array, FeatureData, Int64Array, InteractionData,
-                          OnUnknown, SparseMatrix)
+                          OnUnknown, UserItems)
     from .data import Interactions
 
 __all__ = ["FactorRecommender", "UnknownUsers", "fit_input", "raw_ids",
-           "report_unknown_test_users", "top_frame"]
+           "report_unknown_test_users", "top_frame", "training_frame", "warn_if_explicit"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -53,8 +54,9 @@ class FactorRecommender:
     train_matrix_: sp.csr_matrix
 
     if TYPE_CHECKING:  # implemented by every subclass
-        def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
-                    epochs: int | None = None) -> Float32Array:
+        def fold_in(self, user_items: UserItems, *, epochs: int | None = None,
+                    user_col: str | int | None = None, item_col: str | int | None = None,
+                    on_unknown: Literal["error", "skip"] = "error") -> Float32Array:
             ...
 
     def _parameters_finite(self) -> bool:
@@ -172,7 +174,7 @@ class FactorRecommender:
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: Literal[False] = False, n_threads: int | None = None,
@@ -182,7 +184,7 @@ class FactorRecommender:
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: Literal[True], n_threads: int | None = None,
@@ -191,7 +193,7 @@ class FactorRecommender:
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: bool = False, n_threads: int | None = None,
@@ -200,7 +202,7 @@ class FactorRecommender:
 
     def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                   filter_items: ArrayLike | None = None, *,
-                  user_items: SparseMatrix | NDArray[Any] | None = None,
+                  user_items: UserItems | None = None,
                   recalculate_user: bool = False, user_features: FeatureData | None = None,
                   item_features: FeatureData | None = None, items: ArrayLike | None = None,
                   as_frame: bool = False, n_threads: int | None = None,
@@ -221,10 +223,11 @@ class FactorRecommender:
             those of the matrix the model was fit on (for known users and items).
         filter_items : array_like, optional
             Items never to recommend (raw ids / indices), as in implicit.
-        user_items : scipy.sparse matrix, optional
+        user_items : scipy.sparse matrix or list of lists, optional
             One row per requested user (implicit's convention) over the candidate items
             (the model's, or the rows of ``item_features``), whose stored entries are
-            excluded instead of the training positives.
+            excluded instead of the training positives; or, over the model's items, one
+            list of raw item ids per requested user (see :meth:`user_item_rows`).
         recalculate_user : bool, default False
             Compute each user's embedding from its row of ``user_items`` with the items
             held fixed (:meth:`fold_in`) instead of looking it up, for example for users
@@ -300,8 +303,10 @@ class FactorRecommender:
             item_factors, item_biases, item_labels = self.item_factors_, self.item_biases_, None
         n_candidates = item_factors.shape[0]
         ui = None
-        if user_items is not None:
-            ui = as_interaction_matrix(user_items, "user_items")
+        if isinstance(user_items, (list, tuple)) and item_features is None:
+            ui = self.user_item_rows(user_items)
+        elif user_items is not None:
+            ui = as_interaction_matrix(user_items, "user_items")  # type: ignore[arg-type]
             if ui.shape != (n_requested, n_candidates):
                 raise ValueError(f"user_items must have one row per requested user and one "
                                  f"column per candidate item: expected "
@@ -345,6 +350,85 @@ class FactorRecommender:
         if single:
             return out[0], scores[0]
         return out, scores
+
+    def user_item_rows(self, user_items: UserItems, *, user_col: str | int | None = None,
+                       item_col: str | int | None = None,
+                       on_unknown: Literal["error", "skip"] = "error") -> sp.csr_matrix:
+        """New users' interactions as a users x items matrix in the model's index space
+        (what :meth:`fold_in` trains on).
+
+        Parameters
+        ----------
+        user_items : scipy.sparse matrix, 2-D array, list of lists or DataFrame
+            A matrix (one row per user over the model's items; every stored non-zero is
+            a positive) is checked and returned. A list (or tuple) holds one list of raw
+            item ids (indices for a model fit on a matrix) per user, in order. A
+            DataFrame holds one (user, item) pair per row in a user and an item column
+            (``user_col``, ``item_col``; by default found as ``fit`` finds them): one
+            row per distinct user, in the order of their first appearance
+            (``pandas.unique(frame[user column])``). Repeated items count once.
+        user_col, item_col : str or int, optional
+            The id columns of a DataFrame.
+        on_unknown : {"error", "skip"}, default "error"
+            Items the model was not fit on: a KeyError naming them, or left out (with a
+            :class:`~warprec.exceptions.WarprecWarning` that says how many); a user left
+            with no known item gets an empty row.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n_users, n_items_)
+        """
+        self._check_fitted()
+        validate_param("on_unknown", on_unknown, [Options(("error", "skip"))])
+        rows: NDArray[np.integer[Any]]
+        if isinstance(user_items, (list, tuple)):
+            lists = [_item_list(row, r) for r, row in enumerate(user_items)]
+            rows = np.repeat(np.arange(len(lists)), [len(x) for x in lists])
+            values = (np.concatenate(lists) if lists and rows.size
+                      else np.empty(0, dtype=object))
+            n_rows = len(lists)
+        elif _is_frame(user_items):
+            frame: pd.DataFrame = training_frame(  # type: ignore[assignment]  # (a frame)
+                user_items, user_col=user_col, item_col=item_col, check_ratings=False)
+            users = frame["user_id"].to_numpy(dtype=object)
+            labels = _unique_in_order(users)
+            rows, values, n_rows = _codes(users, labels), frame["item_id"].to_numpy(), len(labels)
+        else:
+            if user_col is not None or item_col is not None:
+                raise TypeError("user_col and item_col name the columns of a DataFrame "
+                                f"user_items; it is a {type(user_items).__name__}.")
+            matrix = as_interaction_matrix(user_items, "user_items")  # type: ignore[arg-type]
+            if matrix.shape[1] != self.n_items_:
+                raise ValueError(f"user_items must have one column per item of the model "
+                                 f"({self.n_items_}); got shape {matrix.shape}. Or pass one "
+                                 f"list of raw item ids per user.")
+            return matrix
+        imap, n = self._id_map("item"), self.n_items_
+        if imap is None:   # a model fit on a matrix: items are column indices
+            columns = np.fromiter((int(v) if isinstance(v, numbers.Integral) and
+                                   not isinstance(v, (bool, np.bool_)) and 0 <= int(v) < n
+                                   else -1
+                                   for v in np.asarray(values, dtype=object).tolist()),
+                                  dtype=np.int64, count=len(values))
+        else:
+            columns = imap.indexer(np.asarray(values, dtype=object), bools_as_ints=True)
+        unknown = columns < 0
+        if unknown.any():
+            shown = ", ".join(repr(v) for v in np.asarray(values, dtype=object)[unknown][:5])
+            if on_unknown == "error":
+                raise KeyError(f"{int(unknown.sum())} item id(s) of user_items were not seen "
+                               f"at fit time: {shown}. The model has no embedding for them: "
+                               f"leave them out, or pass on_unknown='skip'.")
+            warnings.warn(f"{int(unknown.sum())} item id(s) of user_items unseen at fit time "
+                          f"were left out (on_unknown='skip'): {shown}.", WarprecWarning,
+                          stacklevel=3)
+        keep = ~unknown
+        matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32),
+                                (np.asarray(rows)[keep], columns[keep])),
+                               shape=(n_rows, self.n_items_))
+        matrix.sum_duplicates()
+        matrix.data[:] = 1.0
+        return as_interaction_matrix(matrix, "user_items")
 
     def requested_users(self, users: ArrayLike, on_unknown: OnUnknown = "error",
                         ) -> Int64Array:
@@ -682,7 +766,7 @@ class FactorRecommender:
                 unknown.n_relevant = (unknown.n_relevant
                                       + np.diff(unknown.test.indptr).astype(np.int64))
             return matrix, extra, unknown
-        matrix = as_interaction_matrix(X, name)
+        matrix = as_interaction_matrix(X, name, frames=True)
         if matrix.shape != (n_users, n_items):
             raise ValueError(f"{name} has shape {matrix.shape} but the model knows "
                              f"{n_users} users x {n_items} items.")
@@ -796,20 +880,23 @@ def top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
 
 
 def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
-              item_ids: NDArray[Any] | None = None,
+              item_ids: NDArray[Any] | None = None, *, user_col: str | int | None = None,
+              item_col: str | int | None = None, check_ratings: bool = True,
               ) -> tuple[sp.csr_matrix, NDArray[Any] | None, NDArray[Any] | None]:
     """The training input of every recommender as a canonical CSR matrix plus id arrays.
 
     Parameters
     ----------
     X : DataFrame, warprec.data.Interactions, scipy.sparse matrix or 2-D array
-        A DataFrame (columns ``user_id``, ``item_id``) goes through
+        A DataFrame (its id columns found by :func:`training_frame`) goes through
         :meth:`warprec.data.Interactions.from_frame`; an ``Interactions`` gives its
         matrix and id maps; a matrix is checked by
         :func:`warprec._inputs.as_interaction_matrix`.
     user_ids, item_ids : ndarray, optional
         Fixed id maps for a DataFrame (e.g. a model's maps for ``partial_fit``); by
         default the maps are the DataFrame's sorted unique ids. Ignored for other input.
+    user_col, item_col, check_ratings
+        As in :func:`training_frame`.
 
     Returns
     -------
@@ -818,6 +905,7 @@ def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
     user_ids, item_ids : ndarray or None
         Raw ids of the rows and columns; None for matrix input.
     """
+    X = training_frame(X, user_col=user_col, item_col=item_col, check_ratings=check_ratings)
     if _is_frame(X):
         from .interactions import Interactions
         X = Interactions.from_frame(X, user_ids=user_ids, item_ids=item_ids)
@@ -825,7 +913,71 @@ def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
     if _is_interactions(X):
         user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
         X = X.matrix
-    return as_interaction_matrix(X), user_ids, item_ids
+    return as_interaction_matrix(X, "X", frames=True), user_ids, item_ids
+
+
+def training_frame(X: InteractionData, *, user_col: str | int | None = None,
+                   item_col: str | int | None = None, check_ratings: bool = True,
+                   ) -> InteractionData:
+    """A DataFrame ``X`` as the frame of its two id columns, named ``user_id`` and
+    ``item_id`` (``X`` itself when they have those names); other input unchanged.
+
+    The columns are ``user_col`` and ``item_col`` when given (names or 0-based
+    positions), else found as :func:`warprec.data.read_ratings` finds them (``user_id``,
+    ``userId``, ``user``, ``uid``...; ``item_id``, ``movieId``, ``item``...; any case).
+    With ``check_ratings``, a rating column (``rating``, ``score``, ``weight``...) of more
+    than two distinct values gives a :class:`~warprec.exceptions.WarprecWarning`: such
+    ratings look explicit, yet every row becomes a positive, unless they were thresholded
+    with :func:`warprec.data.positives` (whose ``min_rating`` the frame's ``attrs``
+    record). Internal API (the recommenders' ``fit``).
+    """
+    if not _is_frame(X):
+        if user_col is not None or item_col is not None:
+            raise TypeError(f"user_col and item_col name the columns of a DataFrame X; X is "
+                            f"a {type(X).__name__}.")
+        return X
+    from ._columns import id_columns
+
+    user, item = id_columns(X, user_col, item_col, "X")
+    if check_ratings:
+        warn_if_explicit(X, (user, item), stacklevel=3)
+    if (user, item) == ("user_id", "item_id"):
+        return X
+    import pandas as pd
+
+    return pd.DataFrame({"user_id": X[user], "item_id": X[item]})
+
+
+def warn_if_explicit(X: pd.DataFrame, id_columns: tuple[Any, ...] = ("user_id", "item_id"),
+                     source: str = "X", stacklevel: int = 2) -> None:
+    """A :class:`~warprec.exceptions.WarprecWarning` when ``X`` has a rating column (found
+    as :func:`warprec.data.read_ratings` finds it) of more than two distinct values that
+    :func:`warprec.data.positives` did not threshold: ratings that look explicit, of which
+    fit would take every row as a positive. Binary or constant values (implicit data) do
+    not warn. Internal API (``fit`` and the command line)."""
+    from ._columns import MIN_RATING_ATTR, find_column
+
+    if X.attrs.get(MIN_RATING_ATTR) is not None:
+        return
+    try:
+        column = find_column(X, "rating", None, False, source)
+    except KeyError:   # several candidates: not ours to choose
+        return
+    if column is None or column in id_columns:
+        return
+    values = X[column]
+    n = int(values.nunique())
+    if n <= 2:
+        return
+    low, high = (v.item() if hasattr(v, "item") else v for v in (values.min(), values.max()))
+    warnings.warn(
+        f"{source}'s column {column!r} holds {n} distinct values (from {low!r} to "
+        f"{high!r}): they look like explicit ratings, yet every row becomes a positive, the "
+        f"lowest ratings included. Keep the positives first with "
+        f"warprec.data.positives({source}, min_rating=...) (on the command line: "
+        f"--min-rating), or weight the rows: fit warprec.Interactions.from_frame(..., "
+        f"weight_col={column!r}) with sample_weight='values'.",
+        WarprecWarning, stacklevel=stacklevel + 1)
 
 
 def _gain_matrix(u: Int64Array, i: Int64Array, gains: NDArray[np.float32],
@@ -851,6 +1003,14 @@ def _gain_matrix(u: Int64Array, i: Int64Array, gains: NDArray[np.float32],
         pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
         extra = np.bincount(pairs[0], minlength=n_rows)
     return matrix, extra
+
+
+def _item_list(row: Any, r: int) -> NDArray[Any]:
+    """One user's raw item ids of a list of lists, as a 1-D object array."""
+    if isinstance(row, (str, bytes)) or np.ndim(row) != 1:   # (a ragged row is 1-D too)
+        raise TypeError(f"user_items as a list holds one list of item ids per user; entry "
+                        f"{r} is {type(row).__name__} {row!r:.60}.")
+    return np.asarray(list(row), dtype=object)
 
 
 def _unique_in_order(values: NDArray[Any]) -> NDArray[Any]:

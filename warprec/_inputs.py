@@ -341,15 +341,17 @@ def check_k(k: object) -> int:
     return check_positive_int(k, "k")
 
 
-def as_interaction_matrix(X: SparseMatrix | NDArray[Any],
-                          name: str = "X") -> sp.csr_matrix:
+def as_interaction_matrix(X: SparseMatrix | NDArray[Any], name: str = "X",
+                          frames: bool = False) -> sp.csr_matrix:
     """Canonical CSR (float32 values, sorted unique indices, no stored zeros).
 
     Accepts any scipy sparse matrix/array or a dense 2-D array of numbers or booleans.
     Duplicate ``(row, column)`` entries of COO input are summed (scipy's rule), stored
     zeros are removed (they mean "no interaction"). NaN, infinite or negative values raise
     ``ValueError``: negative feedback is not a positive, threshold it first
-    (``warprec.data.positives(df, min_rating=...)``).
+    (``warprec.data.positives(df, min_rating=...)``). ``frames`` says the caller also
+    takes DataFrames and Interactions (which it converts before), for the message about
+    any other type.
     """
     if isinstance(X, np.matrix):
         X = np.asarray(X)
@@ -372,9 +374,10 @@ def as_interaction_matrix(X: SparseMatrix | NDArray[Any],
             raise TypeError(f"{name} must hold real numbers or booleans, not {X.dtype}.")
         csr = sp.csr_matrix(X.astype(np.float64))
     else:
-        raise TypeError(f"{name} must be a scipy.sparse matrix, a dense 2-D numpy array, a "
-                        "warprec.data.Interactions or a pandas DataFrame with user_id/item_id "
-                        f"columns; got {type(X).__name__}.")
+        others = (", a warprec.data.Interactions or a pandas DataFrame of user and item ids"
+                  if frames else "")
+        raise TypeError(f"{name} must be a scipy.sparse matrix or a dense 2-D numpy array"
+                        f"{others}; got {type(X).__name__}.")
     csr.sum_duplicates()
     bad = ~np.isfinite(csr.data)
     if bad.any():

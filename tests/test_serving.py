@@ -66,8 +66,8 @@ def test_fit_column_errors_name_options_that_exist():
 # ---------------------------------------------------------------------- explicit ratings
 def test_explicit_looking_ratings_warn_unless_thresholded_or_binary():
     frame = _ratings()
-    with pytest.warns(WarprecWarning, match=r"'rating' holds 5 distinct values.*"
-                                            r"positives\(X, min_rating=\.\.\.\).*--min-rating"):
+    with pytest.warns(WarprecWarning, match=r"'rating' of X holds 5 distinct values.*"
+                                            r"--min-rating.*positives\(frame, min_rating="):
         _model().fit(frame)
     with pytest.warns(WarprecWarning, match="look like explicit ratings"):
         PopularityRecommender().fit(frame)

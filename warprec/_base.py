@@ -920,7 +920,7 @@ def training_frame(X: InteractionData, *, user_col: str | int | None = None,
                    item_col: str | int | None = None, check_ratings: bool = True,
                    ) -> InteractionData:
     """A DataFrame ``X`` as the frame of its two id columns, named ``user_id`` and
-    ``item_id`` (``X`` itself when they have those names); other input unchanged.
+    ``item_id`` (``X`` itself when it has those two only); other input unchanged.
 
     The columns are ``user_col`` and ``item_col`` when given (names or 0-based
     positions), else found as :func:`warprec.data.read_ratings` finds them (``user_id``,
@@ -942,7 +942,8 @@ def training_frame(X: InteractionData, *, user_col: str | int | None = None,
     if check_ratings:
         warn_if_explicit(X, (user, item), stacklevel=3)
     if (user, item) == ("user_id", "item_id"):
-        return X
+        # (no other column: the checks are not repeated by a caller of a caller)
+        return X if X.shape[1] == 2 else X[["user_id", "item_id"]]
     import pandas as pd
 
     return pd.DataFrame({"user_id": X[user], "item_id": X[item]})
@@ -971,13 +972,12 @@ def warn_if_explicit(X: pd.DataFrame, id_columns: tuple[Any, ...] = ("user_id", 
         return
     low, high = (v.item() if hasattr(v, "item") else v for v in (values.min(), values.max()))
     warnings.warn(
-        f"{source}'s column {column!r} holds {n} distinct values (from {low!r} to "
-        f"{high!r}): they look like explicit ratings, yet every row becomes a positive, the "
-        f"lowest ratings included. Keep the positives first with "
-        f"warprec.data.positives({source}, min_rating=...) (on the command line: "
-        f"--min-rating), or weight the rows: fit warprec.Interactions.from_frame(..., "
-        f"weight_col={column!r}) with sample_weight='values'.",
-        WarprecWarning, stacklevel=stacklevel + 1)
+        f"the rating column {column!r} of {source} holds {n} distinct values (from {low!r} "
+        f"to {high!r}): they look like explicit ratings, yet every row becomes a positive, "
+        f"the lowest ratings included. Keep the positives first: --min-rating on the "
+        f"command line, warprec.data.positives(frame, min_rating=...) in Python; or weight "
+        f"the rows: fit warprec.Interactions.from_frame(..., weight_col={column!r}) with "
+        f"sample_weight='values'.", WarprecWarning, stacklevel=stacklevel + 1)
 
 
 def _gain_matrix(u: Int64Array, i: Int64Array, gains: NDArray[np.float32],

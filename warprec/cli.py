@@ -252,6 +252,15 @@ def _read_positives(path, args):
                              item_col=args.item_col)
     except ImportError as exc:   # a Parquet file without pyarrow
         raise CLIError(str(exc)) from None
+    except KeyError as exc:   # the id columns: read_ratings' hints, as command-line options
+        text = _one_line(exc)
+        if "user_col=" not in text and "item_col=" not in text:
+            raise
+        text = text.split(" Name it explicitly with ")[0]
+        raise CLIError(text.replace("user_col=", "--user-col ").replace(
+            "item_col=", "--item-col ") + (" Name the id columns with --user-col and "
+                                           "--item-col." if "--user-col" not in text
+                                           else "")) from None
     pos = positives(frame, min_rating=args.min_rating)
     if len(pos) == 0:
         raise CLIError(f"{path}: no rows left after --min-rating {args.min_rating}.")
@@ -343,6 +352,9 @@ def _fit_on_dask(model, train, args, out, client=None):
     """``warprec fit / evaluate --dask-scheduler / --workers``: :func:`warprec.dask.fit`,
     through ``client`` if given (else a client of :func:`_dask_client`, closed after)."""
     _check_dask_fit(args)
+    from ._base import warn_if_explicit
+
+    warn_if_explicit(train, source="the ratings")   # (what a local fit warns about)
     tic = time.perf_counter()
     from ._dask_fit import fit
 

@@ -351,9 +351,11 @@ def evaluate(model: FactorRecommender, test: InteractionData,
 
     The model converts ``test`` and ``train`` (raw-id DataFrames, interaction
     objects or sparse matrices, whatever it supports) into its index space through
-    its ``_evaluation_inputs(test, train)`` method, which returns a dict with keys
-    ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
-    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index).
+    its ``_evaluation_inputs(test, train)`` method (``_evaluation_inputs(test, train,
+    on_unknown)`` for an ``on_unknown`` other than ``"skip"``), which returns a dict with
+    keys ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
+    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index, and
+    ``fallback``, the unknown users of ``on_unknown="popular"``).
 
     Parameters
     ----------
@@ -401,7 +403,10 @@ def evaluate(model: FactorRecommender, test: InteractionData,
     if n_threads is not None:
         check_positive_int(n_threads, "n_threads")
     validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
-    inputs = prepare(test, train, on_unknown)
+    # (the hook's third argument only when it is not the default, which every model
+    # implements without it)
+    inputs = prepare(test, train) if on_unknown == "skip" else prepare(test, train,
+                                                                       on_unknown)
     fallback = inputs.get("fallback")
     if fallback is not None:
         return _evaluate_with_fallback(inputs, fallback, k, metrics, n_threads, per_user)

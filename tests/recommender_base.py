@@ -8,13 +8,14 @@ implements :meth:`~RecommenderBaseTestMixin._make_model` and sets
 """
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from warprec.exceptions import NotFittedError
+from warprec.exceptions import NotFittedError, WarprecWarning
 from warprec.metrics import evaluate
 
 N_USERS, N_ITEMS = 40, 25
@@ -201,6 +202,10 @@ class RecommenderBaseTestMixin:
                              fitted_on_frame.recommend(["u1", "u2"], k=5)):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(loaded.item_ids_, fitted_on_frame.item_ids_)
+        # the popularity of on_unknown="popular" comes from the saved training matrix
+        # (files of every format version hold it)
+        np.testing.assert_array_equal(loaded.item_popularity_,
+                                      fitted_on_frame.item_popularity_)
 
     # ------------------------------------------------------------------ errors
     def test_not_fitted_error(self):
@@ -215,3 +220,90 @@ class RecommenderBaseTestMixin:
             fitted_on_frame.recommend("u999")
         with pytest.raises(KeyError, match="out of range"):
             fitted.recommend(N_USERS)
+
+    # ------------------------------------------------------------------ unknown users
+    def test_unknown_users_raise_by_default_naming_the_option(self, fitted, fitted_on_frame):
+        with pytest.raises(KeyError, match="on_unknown='skip'.*on_unknown='popular'"):
+            fitted_on_frame.recommend(["u1", "u999"])
+        with pytest.raises(KeyError, match="out of range.*on_unknown="):
+            fitted.recommend([1, N_USERS])
+        with pytest.raises(ValueError, match="on_unknown must be one of"):
+            fitted_on_frame.recommend("u1", on_unknown="ignore")
+
+    def test_on_unknown_skip_leaves_unknown_users_out_and_says_how_many(self,
+                                                                        fitted_on_frame):
+        model = fitted_on_frame
+        want_items, want_scores = model.recommend(["u1", "u2"], k=4)
+        with pytest.warns(WarprecWarning, match="2 requested user.*unseen.*'u998', 'u999'"):
+            items, scores = model.recommend(["u998", "u1", "u999", "u2"], k=4,
+                                            on_unknown="skip")
+        np.testing.assert_array_equal(items[[1, 3]], want_items)
+        np.testing.assert_array_equal(scores[[1, 3]], want_scores)
+        assert items[0].tolist() == items[2].tolist() == [-1] * 4   # (numeric item ids)
+        assert np.isneginf(scores[[0, 2]]).all()
+        with pytest.warns(WarprecWarning, match="1 requested user"):
+            frame = model.recommend(["u1", "u999"], k=4, as_frame=True, on_unknown="skip")
+        assert frame["user_id"].tolist() == ["u1"] * 4
+        assert "fallback" not in frame.columns
+        with warnings.catch_warnings():   # every user known: no warning, no change
+            warnings.simplefilter("error")
+            items, _ = model.recommend(["u1", "u2"], k=4, on_unknown="skip")
+        np.testing.assert_array_equal(items, want_items)
+
+    def test_on_unknown_popular_serves_the_most_popular_items(self, data, fitted,
+                                                              fitted_on_frame):
+        """Unknown users get the items with the most training positives (ties: lower
+        index), training positives of nobody excluded; the frame marks their rows."""
+        model = fitted_on_frame
+        counts = np.bincount(data[0].indices, minlength=N_ITEMS)
+        np.testing.assert_array_equal(model.item_popularity_, counts)
+        best = np.lexsort((np.arange(N_ITEMS), -counts))[:5]
+        with pytest.warns(WarprecWarning, match="1 requested user.*most popular.*'new'"):
+            items, scores = model.recommend(["u1", "new"], k=5, on_unknown="popular")
+        np.testing.assert_array_equal(items[1], 100 + 10 * best)
+        np.testing.assert_array_equal(scores[1], counts[best].astype(np.float32))
+        np.testing.assert_array_equal(items[0], model.recommend("u1", k=5)[0])
+        with pytest.warns(WarprecWarning):
+            frame = model.recommend(["new", "u1"], k=5, as_frame=True, on_unknown="popular")
+        assert list(frame.columns) == ["user_id", "item_id", "score", "rank", "fallback"]
+        assert frame["fallback"].tolist() == [True] * 5 + [False] * 5
+        assert frame["item_id"].tolist()[:5] == (100 + 10 * best).tolist()
+        # the candidates' restrictions apply; a single unknown user gives 1-D arrays
+        with pytest.warns(WarprecWarning):
+            one, _ = model.recommend("new", k=2, on_unknown="popular",
+                                     filter_items=[100 + 10 * best[0]])
+        np.testing.assert_array_equal(one, 100 + 10 * best[1:3])
+        with pytest.warns(WarprecWarning):   # a model fit on a matrix: indices
+            index, _ = fitted.recommend([N_USERS + 3], k=5, on_unknown="popular")
+        np.testing.assert_array_equal(index[0], best)
+
+    def test_evaluate_on_unknown(self, data, fitted_on_frame):
+        """evaluate skips test users unseen at fit by default, raises with "error" and,
+        with "popular", evaluates them on the popularity ranking (nothing excluded)."""
+        from warprec.baselines import PopularityRecommender
+
+        model = fitted_on_frame
+        train, test = _frame(data[0]), _frame(data[1])
+        u3 = test[test["user_id"] == "u3"]
+        new = u3.assign(user_id="new")
+        with_new = pd.concat([test, new], ignore_index=True)
+        base = evaluate(model, test, train=train, k=5, metrics=METRICS)
+        with pytest.warns(WarprecWarning, match="1 row|user.*unseen.*left out"):
+            skipped = evaluate(model, with_new, train=train, k=5, metrics=METRICS)
+        assert skipped == base
+        with pytest.raises(KeyError, match="unseen at fit time.*'new'.*on_unknown="):
+            evaluate(model, with_new, train=train, k=5, on_unknown="error")
+        with pytest.warns(WarprecWarning, match="ranked by item popularity"):
+            per_user = evaluate(model, with_new, train=train, k=5, metrics=METRICS,
+                                per_user=True, on_unknown="popular")
+        assert per_user["fallback"].tolist() == [False] * N_USERS + [True]
+        popular = PopularityRecommender().fit(train)
+        want = evaluate(popular, u3, k=5, metrics=METRICS, per_user=True)
+        np.testing.assert_allclose(per_user.loc["new", want.columns].to_numpy(dtype=float),
+                                   want.iloc[0].to_numpy(dtype=float))
+        with pytest.warns(WarprecWarning):
+            means = evaluate(model, with_new, train=train, k=5, metrics=METRICS,
+                             on_unknown="popular")
+        assert means["n_users"] == N_USERS + 1
+        for key in want.columns:
+            assert means[key] == pytest.approx(per_user[key].mean())

@@ -270,7 +270,7 @@ BAD = {
     "recommend missing users file": (["recommend", "{model}", "--users-file",
                                       "{dir}/nope.txt"], "cannot read the users file"),
     "recommend users csv without user_id": (["recommend", "{model}", "--users-file",
-                                             "{dir}/nocols.csv"], "without a user_id column"),
+                                             "{dir}/nocols.csv"], "has no user id column"),
     "recommend unknown output extension": (["recommend", "{model}", "1", "-o",
                                             "{dir}/recs.xlsx"], "cannot tell the format"),
     "recommend bad format": (["recommend", "{model}", "1", "--format", "xml"],
@@ -402,3 +402,103 @@ def test_evaluate_explains_text_versus_number_ids(files, monkeypatch, capsys):
                  str(files["model"])]) == 2
     err = capsys.readouterr().err
     assert "user ids are numbers but the test file's are text" in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------- serving (issue 39)
+def test_recommend_unknown_users_error_skip_or_popular(files):
+    """An unknown user stops the batch by default, with a message naming --on-unknown;
+    skip leaves it out with a warning, popular serves it the most popular items and marks
+    its rows in the fallback column."""
+    d = files["dir"]
+    proc = warprec("recommend", files["model"], 1, 999, "-k", 3)
+    assert proc.returncode == 2 and "999" in proc.stderr and "--on-unknown" in proc.stderr
+    out = d / "skip.csv"
+    proc = warprec("recommend", files["model"], 1, 999, "-k", 3, "--on-unknown", "skip",
+                   "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "warprec: warning: 1 requested user(s) unseen at fit time got no " in proc.stderr
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["user_id", "item_id", "score", "rank"]
+    assert [r[0] for r in rows[1:]] == ["1"] * 3
+    out = d / "popular.csv"
+    proc = warprec("recommend", files["model"], 999, 1, "-k", 3, "--on-unknown", "popular",
+                   "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "got the most popular items" in proc.stderr
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["user_id", "item_id", "score", "rank", "fallback"]
+    assert [(r[0], r[4]) for r in rows[1:]] == [("999", "True")] * 3 + [("1", "False")] * 3
+    counts = {}
+    for line in files["ratings"].read_text().splitlines()[1:]:
+        item = int(line.split(",")[1])
+        counts[item] = counts.get(item, 0) + 1
+    popular = sorted(counts, key=lambda item: (-counts[item], item))[:3]
+    assert [int(r[1]) for r in rows[1:4]] == popular
+    proc = warprec("recommend", files["model"], 999, "-k", 2, "--on-unknown", "popular")
+    assert proc.returncode == 0 and "most popular items)" in proc.stdout, proc.stderr
+
+
+def test_users_file_with_movielens_header(files):
+    """A users file headed userId (MovieLens's header), alone or in a CSV, reads as
+    fit reads ratings."""
+    d = files["dir"]
+    (d / "users_ml.txt").write_text("userId\n2\n3\n")
+    (d / "users_ml.csv").write_text("segment,userId\na,2\nb,3\n")
+    (d / "users_none.csv").write_text("segment,who\na,2\n")
+    outputs = []
+    for name in ("users_ml.txt", "users_ml.csv"):
+        proc = warprec("recommend", files["model"], "--users-file", d / name, "-k", 2,
+                       "--format", "csv")
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert [line.split(",")[0] for line in outputs[0].splitlines()[1:]] == ["2", "2", "3", "3"]
+    proc = warprec("recommend", files["model"], "--users-file", d / "users_none.csv")
+    assert proc.returncode == 2 and "no user id column" in proc.stderr
+
+
+def test_fit_id_columns_and_the_explicit_ratings_warning(files):
+    """--user-col/--item-col name other id columns; ratings of five values without
+    --min-rating warn (once), binary ones or --min-rating do not."""
+    d = files["dir"]
+    lines = files["ratings"].read_text().splitlines()
+    (d / "odd.csv").write_text("member,sku,rating\n" + "".join(
+        ",".join(line.split(",")[:3]) + "\n" for line in lines[1:]))
+    common = ("--epochs", 1, "--quiet", "--factors", 4, "--threads", 1)
+    proc = warprec("fit", d / "odd.csv", "-o", d / "odd.npz", *common)
+    assert proc.returncode == 2 and "--user-col" in proc.stderr, proc.stderr
+    proc = warprec("fit", d / "odd.csv", "-o", d / "odd.npz", "--user-col", "member",
+                   "--item-col", "sku", *common)
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "look like explicit" in line]
+    assert len(warned) == 1 and "--min-rating" in warned[0]
+    assert WARPFactorizer.load(d / "odd.npz").n_users_ == 30
+    proc = warprec("fit", d / "odd.csv", "-o", d / "odd.npz", "--user-col", "member",
+                   "--item-col", "sku", "--min-rating", 4, *common)
+    assert proc.returncode == 0 and "explicit" not in proc.stderr, proc.stderr
+    (d / "clicks.csv").write_text("user,item,rating\n" + "".join(
+        f"{u},{i},1\n" for u in range(5) for i in range(u, u + 4)))
+    proc = warprec("fit", d / "clicks.csv", "-o", d / "clicks.npz", *common)
+    assert proc.returncode == 0 and "explicit" not in proc.stderr, proc.stderr
+
+
+def test_recommend_with_item_features_ranks_items_unseen_at_fit(files):
+    """`recommend --item-features` ranks the items of the file (one unseen at fit
+    included) with a model fit with features; without features it is an error."""
+    d = files["dir"]
+    genres = "movieId,title,genres\n" + "".join(
+        f"{100 + i},Film {i},{'Drama|Comedy' if i % 2 else 'Drama'}\n" for i in range(20))
+    (d / "fit_genres.csv").write_text(genres)
+    (d / "catalogue.csv").write_text(genres + "555,Brand new,Comedy\n")
+    proc = warprec("fit", files["ratings"], "-o", d / "hybrid2.npz", "--epochs", 2,
+                   "--quiet", "--factors", 4, "--threads", 1, "--min-rating", 1,
+                   "--item-features", d / "fit_genres.csv")
+    assert proc.returncode == 0, proc.stderr
+    proc = warprec("recommend", d / "hybrid2.npz", 1, "-k", 21, "--item-features",
+                   d / "catalogue.csv", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    items = [int(line.split(",")[1]) for line in proc.stdout.splitlines()[1:]]
+    assert 555 in items and set(items) <= set(range(100, 120)) | {555}
+    assert not set(items) & _seen(files["ratings"], 1)
+    proc = warprec("recommend", files["model"], 1, "--item-features", d / "catalogue.csv")
+    assert proc.returncode == 2 and "no side features" in proc.stderr

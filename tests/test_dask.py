@@ -170,6 +170,50 @@ def test_unknown_users_raise(client, data, users):
         model.recommend(bad, k=3)
 
 
+@pytest.mark.parametrize("on_unknown", ["skip", "popular"])
+def test_unknown_users_skipped_or_served_popular_items(client, data, large, users,
+                                                       on_unknown):
+    """The rows of one model.recommend call for the same users, unknown ones included
+    (also for the small partitions of a large request), and its warning, once."""
+    for model, known in ((data[0], users), (large[0], large[1])):
+        ids = pd.concat([pd.Series([-7], name="user_id"), known,
+                         pd.Series([-8, -7], name="user_id")], ignore_index=True)
+        with pytest.warns(WarprecWarning) as single:
+            expected = model.recommend(ids, k=5, as_frame=True, on_unknown=on_unknown)
+        with pytest.warns(WarprecWarning) as distributed_:
+            result = wd.recommend(model, _partitioned(ids, 4), k=5, client=client,
+                                  on_unknown=on_unknown)
+        assert [str(w.message) for w in distributed_] == [str(w.message) for w in single]
+        assert "3 requested user(s)" in str(single[0].message)
+        _same(result, expected)
+        if on_unknown == "popular":
+            assert list(result.columns)[-1] == "fallback"
+            assert expected["fallback"].sum() == 15
+        else:
+            assert not expected["user_id"].isin([-7, -8]).any()
+
+
+@pytest.mark.parametrize("on_unknown", ["skip", "popular"])
+def test_evaluate_on_unknown_matches_single_machine(client, data, on_unknown):
+    model, train, test = data
+    extra = pd.DataFrame({"user_id": [-1, -1, -2, -3],
+                          "item_id": [*test.item_id[:3].tolist(), -99]})
+    test2 = pd.concat([test, extra], ignore_index=True).sample(frac=1, random_state=0)
+    metrics = ["ndcg", "auc", "recall", "map"]
+    with pytest.warns(WarprecWarning, match="4 row.*3 user") as single:
+        expected = single_evaluate(model, test2, train=train, k=5, metrics=metrics,
+                                   on_unknown=on_unknown)
+    with pytest.warns(WarprecWarning) as distributed_:
+        got = wd.evaluate(model, _partitioned(test2, 3), train=_partitioned(train, 2), k=5,
+                          metrics=metrics, client=client, on_unknown=on_unknown)
+    assert [str(w.message) for w in distributed_] == [str(w.message) for w in single]
+    _same_metrics(got, expected)
+    assert got["n_users"] == test["user_id"].nunique() + (3 if on_unknown == "popular"
+                                                          else 0)
+    with pytest.raises(KeyError, match="unseen at fit time.*on_unknown="):
+        wd.evaluate(model, _partitioned(test2, 3), k=5, client=client, on_unknown="error")
+
+
 def test_bad_inputs(data, users):
     model = data[0]
     with pytest.raises(KeyError, match="user_id"):
@@ -180,6 +224,8 @@ def test_bad_inputs(data, users):
         wd.recommend(model, users, interactions=pd.DataFrame({"user_id": users}))
     with pytest.raises(ValueError, match="k"):
         wd.recommend(model, users, k=0)
+    with pytest.raises(ValueError, match="on_unknown"):
+        wd.recommend(model, users, on_unknown="drop")
     with pytest.raises(ValueError, match="unknown metric"):
         wd.evaluate(model, data[2], metrics=["nope"])
     with pytest.raises(Exception, match="not fitted"):
@@ -256,7 +302,8 @@ def test_evaluate_no_test_user(data):
         got = wd.evaluate(model, _partitioned(unknown, 2), k=5, metrics=["ndcg"])
     assert [str(w.message) for w in caught] == [
         "test: 2 row(s) of 2 user(s) unseen at fit time were left out (the model cannot "
-        "score them).", "no user has a relevant test item; every metric is NaN"]
+        "score them; on_unknown='popular' ranks the most popular items for them).",
+        "no user has a relevant test item; every metric is NaN"]
     assert np.isnan(got["ndcg@5"]) and got["n_users"] == 0
 
 

@@ -8,13 +8,15 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._inputs import IdMap, as_interaction_matrix, check_k, lookup_ids
+from ._inputs import (ON_UNKNOWN, IdMap, Options, as_interaction_matrix, check_k,
+                      lookup_ids, validate_param)
 from ._kernels.scores import score_bound
 from .exceptions import NotFittedError, WarprecWarning
 
@@ -26,10 +28,11 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
     from ._typing import (Float32Array, FeatureData, Int64Array, InteractionData,
-                          SparseMatrix)
+                          OnUnknown, UserItems)
     from .data import Interactions
 
-__all__ = ["FactorRecommender", "fit_input", "top_frame"]
+__all__ = ["FactorRecommender", "UnknownUsers", "fit_input", "raw_ids",
+           "report_unknown_test_users", "top_frame", "training_frame", "warn_if_explicit"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -38,6 +41,9 @@ class FactorRecommender:
     """Base class of fitted factor models (see :class:`warprec.WARPFactorizer`)."""
 
     n_threads: int | None = None
+    #: Internal API: whether ``recommend`` warns about the unknown users it skips or
+    #: serves popular items (warprec.dask's workers do not: its client warns once).
+    reports_unknown_users: bool = True
 
     # the fitted state (set by ``fit``; annotations only: unfitted models lack them)
     user_factors_: Float32Array
@@ -48,8 +54,9 @@ class FactorRecommender:
     train_matrix_: sp.csr_matrix
 
     if TYPE_CHECKING:  # implemented by every subclass
-        def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
-                    epochs: int | None = None) -> Float32Array:
+        def fold_in(self, user_items: UserItems, *, epochs: int | None = None,
+                    user_col: str | int | None = None, item_col: str | int | None = None,
+                    on_unknown: Literal["error", "skip"] = "error") -> Float32Array:
             ...
 
     def _parameters_finite(self) -> bool:
@@ -115,7 +122,7 @@ class FactorRecommender:
 
     def _raw_items(self, index: NDArray[np.integer[Any]]) -> NDArray[Any]:
         """Map item indices (-1 = no item) to raw ids (fill: -1 numeric, None otherwise)."""
-        return _raw_ids(index, self.item_ids_)
+        return raw_ids(index, self.item_ids_)
 
     def predict(self, user_ids: ArrayLike | None = None, item_ids: ArrayLike | None = None, *,
                 user_features: FeatureData | None = None,
@@ -167,35 +174,39 @@ class FactorRecommender:
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: Literal[False] = False, n_threads: int | None = None,
+                      on_unknown: OnUnknown = "error",
                       ) -> tuple[NDArray[Any], Float32Array]: ...
 
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
-                      as_frame: Literal[True], n_threads: int | None = None) -> pd.DataFrame: ...
+                      as_frame: Literal[True], n_threads: int | None = None,
+                      on_unknown: OnUnknown = "error") -> pd.DataFrame: ...
 
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                       filter_items: ArrayLike | None = None, *,
-                      user_items: SparseMatrix | NDArray[Any] | None = None,
+                      user_items: UserItems | None = None,
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: bool = False, n_threads: int | None = None,
+                      on_unknown: OnUnknown = "error",
                       ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame: ...
 
     def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
                   filter_items: ArrayLike | None = None, *,
-                  user_items: SparseMatrix | NDArray[Any] | None = None,
+                  user_items: UserItems | None = None,
                   recalculate_user: bool = False, user_features: FeatureData | None = None,
                   item_features: FeatureData | None = None, items: ArrayLike | None = None,
                   as_frame: bool = False, n_threads: int | None = None,
+                  on_unknown: OnUnknown = "error",
                   ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame:
         """Top-k items for one user or a batch of users.
 
@@ -212,10 +223,11 @@ class FactorRecommender:
             those of the matrix the model was fit on (for known users and items).
         filter_items : array_like, optional
             Items never to recommend (raw ids / indices), as in implicit.
-        user_items : scipy.sparse matrix, optional
+        user_items : scipy.sparse matrix or list of lists, optional
             One row per requested user (implicit's convention) over the candidate items
             (the model's, or the rows of ``item_features``), whose stored entries are
-            excluded instead of the training positives.
+            excluded instead of the training positives; or, over the model's items, one
+            list of raw item ids per requested user (see :meth:`user_item_rows`).
         recalculate_user : bool, default False
             Compute each user's embedding from its row of ``user_items`` with the items
             held fixed (:meth:`fold_in`) instead of looking it up, for example for users
@@ -233,9 +245,26 @@ class FactorRecommender:
             Restrict the candidates to these items.
         as_frame : bool, default False
             Return a pandas DataFrame with columns ``user_id, item_id, score, rank``
-            (rank 1 = best; one row per filled slot) instead of the two arrays.
+            (rank 1 = best; one row per filled slot) instead of the two arrays; with
+            ``on_unknown="popular"`` also a boolean column ``fallback``, True on the rows
+            of the users who got the most popular items.
         n_threads : int, optional
             Threads for scoring (default: the model's ``n_threads``).
+        on_unknown : {"error", "skip", "popular"}, default "error"
+            What to do with requested users the model was not fit on (unseen raw ids;
+            out-of-range indices for a model fit on a matrix), in the spirit of
+            scikit-learn's ``handle_unknown``. ``"error"``: a KeyError naming them.
+            ``"skip"``: they get no recommendations (their slots are unfilled, so the
+            frame has no rows for them) and a
+            :class:`~warprec.exceptions.WarprecWarning` says how many there were.
+            ``"popular"``: they get the candidates with the most training positives
+            (:attr:`item_popularity_`; the score is that count, ties broken by lower
+            item index), subject to ``items``, ``filter_items`` and their row of
+            ``user_items`` if given, but not to the training positives (the model knows
+            no history of theirs); a WarprecWarning says how many, and the frame marks
+            their rows in its ``fallback`` column. It applies only where users are looked
+            up: with ``recalculate_user`` or ``user_features`` every user has an
+            embedding.
 
         Returns
         -------
@@ -245,11 +274,15 @@ class FactorRecommender:
             slots hold -1 (numeric ids) or None (other ids).
         scores : ndarray of float32
             Matching scores; -inf in unfilled slots.
-        """
-        from .scoring import topk_items
 
+        Raises
+        ------
+        KeyError
+            With ``on_unknown="error"``: a requested user was not seen at fit time.
+        """
         self._check_fitted()
         k = check_k(k)
+        validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
         single = _is_single(users)
         n_requested = 1 if single else len(np.asarray(users, dtype=object).reshape(-1))
         if recalculate_user and user_features is not None:
@@ -270,8 +303,10 @@ class FactorRecommender:
             item_factors, item_biases, item_labels = self.item_factors_, self.item_biases_, None
         n_candidates = item_factors.shape[0]
         ui = None
-        if user_items is not None:
-            ui = as_interaction_matrix(user_items, "user_items")
+        if isinstance(user_items, (list, tuple)) and item_features is None:
+            ui = self.user_item_rows(user_items)
+        elif user_items is not None:
+            ui = as_interaction_matrix(user_items, "user_items")  # type: ignore[arg-type]
             if ui.shape != (n_requested, n_candidates):
                 raise ValueError(f"user_items must have one row per requested user and one "
                                  f"column per candidate item: expected "
@@ -288,8 +323,148 @@ class FactorRecommender:
                                  f"{n_requested} requested users.")
             u = np.arange(n_requested)
         else:
-            user_factors, u = self.user_factors_, self._user_index(users)
+            user_factors, u = self.user_factors_, self.requested_users(users, on_unknown)
         known_users = not (recalculate_user or user_features is not None)
+        allowed = None
+        if filter_items is not None or items is not None:
+            allowed = np.ones(self.n_items_, dtype=bool)
+            if items is not None:
+                allowed[:] = False
+                allowed[self._item_index(items)] = True
+            if filter_items is not None:
+                allowed[self._item_index(filter_items)] = False
+        threads = self.n_threads if n_threads is None else n_threads
+        unknown = u < 0
+        if not unknown.any():
+            index, scores = self._top_items(user_factors, u, ui, item_factors, item_biases,
+                                            item_labels, exclude_seen, known_users, allowed, k,
+                                            threads)
+        else:
+            index, scores = self._top_with_unknown(
+                unknown, user_factors, u, ui, item_factors, item_biases, item_labels,
+                exclude_seen, allowed, k, threads, on_unknown, users)
+        out = self._raw_items(index) if item_labels is None else raw_ids(index, item_labels)
+        if as_frame:
+            fallback = None if on_unknown != "popular" else unknown
+            return top_frame(users, single, index, out, scores, fallback)
+        if single:
+            return out[0], scores[0]
+        return out, scores
+
+    def user_item_rows(self, user_items: UserItems, *, user_col: str | int | None = None,
+                       item_col: str | int | None = None,
+                       on_unknown: Literal["error", "skip"] = "error") -> sp.csr_matrix:
+        """New users' interactions as a users x items matrix in the model's index space
+        (what :meth:`fold_in` trains on).
+
+        Parameters
+        ----------
+        user_items : scipy.sparse matrix, 2-D array, list of lists or DataFrame
+            A matrix (one row per user over the model's items; every stored non-zero is
+            a positive) is checked and returned. A list (or tuple) holds one list of raw
+            item ids (indices for a model fit on a matrix) per user, in order. A
+            DataFrame holds one (user, item) pair per row in a user and an item column
+            (``user_col``, ``item_col``; by default found as ``fit`` finds them): one
+            row per distinct user, in the order of their first appearance
+            (``pandas.unique(frame[user column])``). Repeated items count once.
+        user_col, item_col : str or int, optional
+            The id columns of a DataFrame.
+        on_unknown : {"error", "skip"}, default "error"
+            Items the model was not fit on: a KeyError naming them, or left out (with a
+            :class:`~warprec.exceptions.WarprecWarning` that says how many); a user left
+            with no known item gets an empty row.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n_users, n_items_)
+        """
+        self._check_fitted()
+        validate_param("on_unknown", on_unknown, [Options(("error", "skip"))])
+        rows: NDArray[np.integer[Any]]
+        if isinstance(user_items, (list, tuple)):
+            lists = [_item_list(row, r) for r, row in enumerate(user_items)]
+            rows = np.repeat(np.arange(len(lists)), [len(x) for x in lists])
+            values = (np.concatenate(lists) if lists and rows.size
+                      else np.empty(0, dtype=object))
+            n_rows = len(lists)
+        elif _is_frame(user_items):
+            frame: pd.DataFrame = training_frame(  # type: ignore[assignment]  # (a frame)
+                user_items, user_col=user_col, item_col=item_col, check_ratings=False)
+            users = frame["user_id"].to_numpy(dtype=object)
+            labels = _unique_in_order(users)
+            rows, values, n_rows = _codes(users, labels), frame["item_id"].to_numpy(), len(labels)
+        else:
+            if user_col is not None or item_col is not None:
+                raise TypeError("user_col and item_col name the columns of a DataFrame "
+                                f"user_items; it is a {type(user_items).__name__}.")
+            matrix = as_interaction_matrix(user_items, "user_items")  # type: ignore[arg-type]
+            if matrix.shape[1] != self.n_items_:
+                raise ValueError(f"user_items must have one column per item of the model "
+                                 f"({self.n_items_}); got shape {matrix.shape}. Or pass one "
+                                 f"list of raw item ids per user.")
+            return matrix
+        imap, n = self._id_map("item"), self.n_items_
+        if imap is None:   # a model fit on a matrix: items are column indices
+            columns = np.fromiter((int(v) if isinstance(v, numbers.Integral) and
+                                   not isinstance(v, (bool, np.bool_)) and 0 <= int(v) < n
+                                   else -1
+                                   for v in np.asarray(values, dtype=object).tolist()),
+                                  dtype=np.int64, count=len(values))
+        else:
+            columns = imap.indexer(np.asarray(values, dtype=object), bools_as_ints=True)
+        unknown = columns < 0
+        if unknown.any():
+            shown = ", ".join(repr(v) for v in np.asarray(values, dtype=object)[unknown][:5])
+            if on_unknown == "error":
+                raise KeyError(f"{int(unknown.sum())} item id(s) of user_items were not seen "
+                               f"at fit time: {shown}. The model has no embedding for them: "
+                               f"leave them out, or pass on_unknown='skip'.")
+            warnings.warn(f"{int(unknown.sum())} item id(s) of user_items unseen at fit time "
+                          f"were left out (on_unknown='skip'): {shown}.", WarprecWarning,
+                          stacklevel=3)
+        keep = ~unknown
+        matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32),
+                                (np.asarray(rows)[keep], columns[keep])),
+                               shape=(n_rows, self.n_items_))
+        matrix.sum_duplicates()
+        matrix.data[:] = 1.0
+        return as_interaction_matrix(matrix, "user_items")
+
+    def requested_users(self, users: ArrayLike, on_unknown: OnUnknown = "error",
+                        ) -> Int64Array:
+        """Internal API (for :mod:`warprec.dask`; may change without notice): the user
+        index of every requested user (``recommend``'s lookup), -1 for users unseen at
+        fit time unless ``on_unknown="error"``, which raises a KeyError naming them and
+        the option."""
+        try:
+            return self._user_index(users)
+        except KeyError as exc:
+            if on_unknown == "error":
+                raise KeyError(f"{exc.args[0]} To recommend for the others anyway, pass "
+                               f"on_unknown='skip' (no recommendations for unknown users) "
+                               f"or on_unknown='popular' (the most popular items; the "
+                               f"command line's --on-unknown).") from None
+        values = np.atleast_1d(np.asarray(users, dtype=object))
+        umap, n = self._id_map("user"), self.n_users_
+        if umap is None:   # a model fit on a matrix: users are indices (integers checked)
+            known = np.fromiter((0 <= v < n for v in values.tolist()), dtype=bool,
+                                count=values.size)
+        else:
+            known = umap.indexer(values, bools_as_ints=True) >= 0
+        index = np.full(values.size, -1, dtype=np.int64)
+        if known.any():
+            index[known] = self._user_index(values[known])
+        return index
+
+    def _top_items(self, user_factors: Float32Array, u: NDArray[np.integer[Any]],
+                   ui: sp.csr_matrix | None, item_factors: Float32Array,
+                   item_biases: Float32Array, item_labels: NDArray[Any] | None,
+                   exclude_seen: bool, known_users: bool, allowed: NDArray[np.bool_] | None,
+                   k: int, n_threads: int | None) -> tuple[NDArray[np.int32], Float32Array]:
+        """:meth:`recommend`'s top-k of the users ``u`` (rows of ``user_factors``), each
+        known to the model when ``known_users``."""
+        from .scoring import topk_items
+
         if known_users and item_labels is None and (ui is None or not exclude_seen):
             # the common case: rows of the model's factors and training matrix by index
             rows = u
@@ -304,23 +479,68 @@ class FactorRecommender:
                     # item_labels is set: the common case above took known users without
                     exclude = self._seen_among(self.train_matrix_[u],
                                                item_labels)  # type: ignore[arg-type]
-        allowed = None
-        if filter_items is not None or items is not None:
-            allowed = np.ones(self.n_items_, dtype=bool)
-            if items is not None:
-                allowed[:] = False
-                allowed[self._item_index(items)] = True
-            if filter_items is not None:
-                allowed[self._item_index(filter_items)] = False
-        index, scores = topk_items(user_factors, item_factors, item_biases, rows, k,
-                                   exclude=exclude, allowed_items=allowed,
-                                   n_threads=self.n_threads if n_threads is None else n_threads)
-        out = self._raw_items(index) if item_labels is None else _raw_ids(index, item_labels)
-        if as_frame:
-            return top_frame(users, single, index, out, scores)
-        if single:
-            return out[0], scores[0]
-        return out, scores
+        return topk_items(user_factors, item_factors, item_biases, rows, k, exclude=exclude,
+                          allowed_items=allowed, n_threads=n_threads)
+
+    def _top_with_unknown(self, unknown: NDArray[np.bool_], user_factors: Float32Array,
+                          u: NDArray[np.integer[Any]], ui: sp.csr_matrix | None,
+                          item_factors: Float32Array, item_biases: Float32Array,
+                          item_labels: NDArray[Any] | None, exclude_seen: bool,
+                          allowed: NDArray[np.bool_] | None, k: int, n_threads: int | None,
+                          on_unknown: OnUnknown, users: ArrayLike,
+                          ) -> tuple[NDArray[np.int32], Float32Array]:
+        """:meth:`recommend`'s top-k when some requested users are unknown (``u`` is -1
+        there): the known users' as usual, the others' by ``on_unknown``."""
+        from .scoring import topk_items
+
+        n_slots = min(k, item_factors.shape[0])
+        index = np.full((u.size, n_slots), -1, dtype=np.int32)
+        scores = np.full((u.size, n_slots), -np.inf, dtype=np.float32)
+        known = ~unknown
+        if known.any():
+            index[known], scores[known] = self._top_items(
+                user_factors, u[known], None if ui is None else ui[known], item_factors,
+                item_biases, item_labels, exclude_seen, True, allowed, k, n_threads)
+        n_unknown = int(unknown.sum())
+        shown = ", ".join(repr(v) for v in np.atleast_1d(
+            np.asarray(users, dtype=object))[unknown][:5].tolist())
+        if on_unknown == "skip":
+            if self.reports_unknown_users:
+                warnings.warn(f"{n_unknown} requested user(s) unseen at fit time got no "
+                              f"recommendations (on_unknown='skip'): {shown}.",
+                              WarprecWarning, stacklevel=3)
+            return index, scores
+        popularity = self.item_popularity_.astype(np.float32)
+        if item_labels is not None:   # the candidates' counts: 0 for items unseen at fit
+            column = self._known("item", item_labels)
+            popularity = np.where(column >= 0, popularity[np.maximum(column, 0)],
+                                  0).astype(np.float32)
+        n_candidates = popularity.size
+        exclude = ui[unknown] if exclude_seen and ui is not None else None
+        index[unknown], scores[unknown] = topk_items(
+            np.zeros((n_unknown, 1), np.float32), np.zeros((n_candidates, 1), np.float32),
+            popularity, np.arange(n_unknown), k, exclude=exclude, allowed_items=allowed,
+            n_threads=n_threads)
+        if self.reports_unknown_users:
+            warnings.warn(f"{n_unknown} requested user(s) unseen at fit time got the most "
+                          f"popular items instead of personal recommendations "
+                          f"(on_unknown='popular'): {shown}.", WarprecWarning, stacklevel=3)
+        return index, scores
+
+    @property
+    def item_popularity_(self) -> NDArray[np.int64]:
+        """Training positives per item: the stored entries of each column of
+        ``train_matrix_`` (the positives of the last fit; for a model loaded from a file,
+        those it was saved with). What ``recommend(..., on_unknown="popular")`` ranks
+        unknown users' items by."""
+        self._check_fitted()
+        matrix = self.train_matrix_
+        cached = self.__dict__.get("_popularity")
+        if cached is None or cached[0] is not matrix:
+            cached = (matrix, np.bincount(matrix.indices, minlength=self.n_items_)
+                      .astype(np.int64))
+            self.__dict__["_popularity"] = cached
+        return cached[1]
 
     def _seen_among(self, seen: sp.csr_matrix, labels: NDArray[Any]) -> sp.csr_matrix:
         """``seen`` (rows over the model's items) over the candidates ``labels`` instead:
@@ -442,7 +662,7 @@ class FactorRecommender:
         index, scores = topk_items(unit[query], unit, np.zeros(n, np.float32),
                                    np.arange(query.size), k, exclude=self_mask,
                                    n_threads=self.n_threads if n_threads is None else n_threads)
-        out = _raw_ids(index, raw)
+        out = raw_ids(index, raw)
         if single:
             return out[0], scores[0]
         return out, scores
@@ -493,7 +713,25 @@ class FactorRecommender:
 
     def _as_index_matrix(self, X: InteractionData, name: str, count_unknown_items: bool,
                          ) -> tuple[sp.csr_matrix, Int64Array]:
-        """``X`` as CSR in this model's index space, plus per-user unknown-item counts."""
+        """``X`` as CSR in this model's index space, plus per-user unknown-item counts;
+        rows of users unseen at fit time are left out with a WarprecWarning."""
+        matrix, extra, unknown = self.index_space(X, name, count_unknown_items)
+        if unknown.n_rows:
+            warnings.warn(f"{name}: {unknown.n_rows} row(s) of {len(unknown.users)} user(s) "
+                          "unseen at fit time were left out (the model cannot score them).",
+                          WarprecWarning, stacklevel=3)
+        return matrix, extra
+
+    def index_space(self, X: InteractionData, name: str, count_unknown_items: bool,
+                    fallback: bool = False,
+                    ) -> tuple[sp.csr_matrix, Int64Array, UnknownUsers]:
+        """Internal API (for :mod:`warprec.dask`; may change without notice): ``X`` as
+        CSR in this model's index space, the per-user counts of relevant items unknown
+        to the model (when ``count_unknown_items``; zeros otherwise), and the rows of
+        users unseen at fit time, which the matrix leaves out (with, when ``fallback``,
+        their own matrix over the model's items: see :class:`UnknownUsers`). Stored
+        values are gains: the ``rating`` or ``weight`` column of a frame if any (a
+        duplicated pair keeps its largest value), else 1. Nothing is warned here."""
         n_users, n_items = self.n_users_, self.n_items_
         if _is_frame(X) or _is_interactions(X):
             if self.user_ids_ is None:
@@ -508,56 +746,105 @@ class FactorRecommender:
             # both maps exist: a model fit on raw ids (user_ids_ checked above)
             u = umap.indexer(frame["user_id"], bools_as_ints=True)  # type: ignore[union-attr]
             i = imap.indexer(frame["item_id"], bools_as_ints=True)  # type: ignore[union-attr]
-            unknown_users = u < 0
-            if unknown_users.any():
-                warnings.warn(f"{name}: {int(unknown_users.sum())} row(s) of "
-                              f"{len(np.unique(frame['user_id'][unknown_users]))} user(s) unseen "
-                              "at fit time were left out (the model cannot score them).",
-                              WarprecWarning, stacklevel=3)
-            known = ~unknown_users
-            keep = known & (i >= 0)
-            # stored values are gains for graded metrics: the rating/weight column if any
-            # (a duplicated pair keeps its largest value), else 1
             gain_col = next((c for c in ("rating", "weight") if c in frame.columns), None)
             gains = (np.ones(len(frame), np.float32) if gain_col is None
                      else frame[gain_col].to_numpy(dtype=np.float32))
-            uu, ii, gg = u[keep], i[keep], gains[keep]
-            order = np.lexsort((-gg, ii, uu))
-            uu, ii, gg = uu[order], ii[order], gg[order]
-            first = np.ones(uu.size, bool)
-            first[1:] = (uu[1:] != uu[:-1]) | (ii[1:] != ii[:-1])
-            matrix = sp.csr_matrix((gg[first], (uu[first], ii[first])), shape=(n_users, n_items))
-            extra = np.zeros(n_users, np.int64)
-            unknown_items = known & (i < 0)
-            if count_unknown_items and unknown_items.any():
-                # each distinct unknown item of a user counts once in |relevant|
-                from ._grouping import factorize_ids
-                item_codes, _ = factorize_ids(frame["item_id"].to_numpy()[unknown_items])
-                pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
-                extra = np.bincount(pairs[0], minlength=n_users)
-            return matrix, extra
-        matrix = as_interaction_matrix(X, name)
+            unknown_users = u < 0
+            labels = _unique_in_order(frame["user_id"].to_numpy(dtype=object)[unknown_users])
+            unknown = UnknownUsers(int(unknown_users.sum()), labels)
+            known = ~unknown_users
+            matrix, extra = _gain_matrix(u, i, gains, known, frame["item_id"], n_users,
+                                         n_items, count_unknown_items)
+            if fallback and unknown.n_rows:
+                # the unknown users' rows, numbered in order of first appearance
+                codes = np.full(len(frame), -1, dtype=np.int64)
+                codes[unknown_users] = _codes(frame["user_id"].to_numpy(dtype=object)
+                                              [unknown_users], labels)
+                unknown.test, unknown.n_relevant = _gain_matrix(
+                    codes, i, gains, unknown_users, frame["item_id"], len(labels), n_items,
+                    count_unknown_items)
+                unknown.n_relevant = (unknown.n_relevant
+                                      + np.diff(unknown.test.indptr).astype(np.int64))
+            return matrix, extra, unknown
+        matrix = as_interaction_matrix(X, name, frames=True)
         if matrix.shape != (n_users, n_items):
             raise ValueError(f"{name} has shape {matrix.shape} but the model knows "
                              f"{n_users} users x {n_items} items.")
-        return matrix, np.zeros(n_users, np.int64)
+        return matrix, np.zeros(n_users, np.int64), UnknownUsers(0, np.empty(0, object))
 
-    def _evaluation_inputs(self, test: InteractionData,
-                           train: InteractionData | None) -> dict[str, Any]:
-        """Arrays for :func:`warprec.metrics.evaluate_factors` (index space)."""
+    def _evaluation_inputs(self, test: InteractionData, train: InteractionData | None,
+                           on_unknown: OnUnknown = "skip") -> dict[str, Any]:
+        """Arrays for :func:`warprec.metrics.evaluate_factors` (index space), plus, with
+        ``on_unknown="popular"``, those of the test users unseen at fit time
+        (``"fallback"``: their test matrix, relevant counts, raw ids and the item
+        popularity that ranks their items)."""
         self._check_fitted()
-        test_m, extra = self._as_index_matrix(test, "test", True)
+        validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
+        test_m, extra, unknown = self.index_space(test, "test", True,
+                                                  fallback=on_unknown == "popular")
+        report_unknown_test_users(unknown, on_unknown, stacklevel=3)
         train_m = None if train is None else self._as_index_matrix(train, "train", False)[0]
         n_relevant = np.diff(test_m.indptr).astype(np.int64) + extra
-        return dict(user_factors=self.user_factors_, item_factors=self.item_factors_,
-                    item_biases=self.item_biases_, test=test_m, train=train_m,
-                    n_relevant=n_relevant)
+        inputs = dict(user_factors=self.user_factors_, item_factors=self.item_factors_,
+                      item_biases=self.item_biases_, test=test_m, train=train_m,
+                      n_relevant=n_relevant)
+        if unknown.test is not None:
+            inputs["fallback"] = dict(test=unknown.test, n_relevant=unknown.n_relevant,
+                                      users=unknown.users,
+                                      popularity=self.item_popularity_.astype(np.float32))
+            inputs["user_ids"] = self.user_ids_
+        return inputs
+
+
+class UnknownUsers:
+    """Rows of users a model was not fit on, found by
+    :meth:`FactorRecommender.index_space` (internal API).
+
+    Attributes
+    ----------
+    n_rows : int
+        How many rows name such users.
+    users : ndarray of object
+        Their distinct raw ids, in order of first appearance.
+    test, n_relevant : scipy.sparse.csr_matrix and ndarray of int64, or None
+        When asked for (``fallback=True``): their rows over the model's items (one row
+        per entry of ``users``; the gains as in the main matrix) and their numbers of
+        relevant items, those unknown to the model included.
+    """
+
+    def __init__(self, n_rows: int, users: NDArray[Any]) -> None:
+        self.n_rows, self.users = n_rows, users
+        self.test: sp.csr_matrix | None = None
+        self.n_relevant: Int64Array | None = None
+
+
+def report_unknown_test_users(unknown: UnknownUsers, on_unknown: OnUnknown,
+                              stacklevel: int = 2) -> None:
+    """What the evaluation functions do about test rows of users unseen at fit time:
+    raise (``"error"``) or warn that they were left out (``"skip"``) or ranked by
+    popularity (``"popular"``). Internal API (for :mod:`warprec.dask`)."""
+    if not unknown.n_rows:
+        return
+    shown = ", ".join(repr(v) for v in unknown.users[:5].tolist())
+    what = f"test: {unknown.n_rows} row(s) of {len(unknown.users)} user(s) unseen at fit time"
+    if on_unknown == "error":
+        raise KeyError(f"{what} ({shown}). The model cannot score them: pass "
+                       f"on_unknown='skip' to leave them out, or on_unknown='popular' to "
+                       f"rank the most popular items for them.")
+    if on_unknown == "skip":
+        warnings.warn(f"{what} were left out (the model cannot score them; "
+                      f"on_unknown='popular' ranks the most popular items for them).",
+                      WarprecWarning, stacklevel=stacklevel + 1)
+    else:
+        warnings.warn(f"{what} were ranked by item popularity (on_unknown='popular').",
+                      WarprecWarning, stacklevel=stacklevel + 1)
 
 
 # ---------------------------------------------------------------------- helpers
-def _raw_ids(index: NDArray[np.integer[Any]], ids: NDArray[Any] | None) -> NDArray[Any]:
-    """Map indices (-1 = none) to the raw ids ``ids`` (None: the indices themselves); the
-    fill is -1 for numeric ids and None otherwise."""
+def raw_ids(index: NDArray[np.integer[Any]], ids: NDArray[Any] | None) -> NDArray[Any]:
+    """Map indices (-1 = none) to the raw ids ``ids`` (None: the indices themselves);
+    the fill is -1 for numeric ids and None otherwise. Internal API (also for
+    :mod:`warprec.dask`)."""
     if ids is None:
         return index.astype(np.int64)
     out = ids[np.maximum(index, 0)]
@@ -573,8 +860,10 @@ def _raw_ids(index: NDArray[np.integer[Any]], ids: NDArray[Any] | None) -> NDArr
 
 
 def top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
-               items: NDArray[Any], scores: Float32Array) -> pd.DataFrame:
-    """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot."""
+              items: NDArray[Any], scores: Float32Array,
+              fallback: NDArray[np.bool_] | None = None) -> pd.DataFrame:
+    """``recommend(..., as_frame=True)``'s DataFrame: one row per filled slot, with a
+    ``fallback`` column (the requested user's entry of ``fallback``) when it is given."""
     import pandas as pd
 
     labels = np.asarray([users] if single else users, dtype=object).reshape(-1)
@@ -583,25 +872,31 @@ def top_frame(users: ArrayLike, single: bool, index: NDArray[np.integer[Any]],
     user_col = pd.Series(labels[rows])
     if len(labels) and all(isinstance(x, (int, np.integer)) for x in labels):
         user_col = user_col.astype(np.int64)
-    return pd.DataFrame({"user_id": user_col, "item_id": items[filled],
-                         "score": scores[filled], "rank": ranks + 1})
+    frame = pd.DataFrame({"user_id": user_col, "item_id": items[filled],
+                          "score": scores[filled], "rank": ranks + 1})
+    if fallback is not None:
+        frame["fallback"] = np.asarray(fallback, dtype=bool)[rows]
+    return frame
 
 
 def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
-              item_ids: NDArray[Any] | None = None,
+              item_ids: NDArray[Any] | None = None, *, user_col: str | int | None = None,
+              item_col: str | int | None = None, check_ratings: bool = True,
               ) -> tuple[sp.csr_matrix, NDArray[Any] | None, NDArray[Any] | None]:
     """The training input of every recommender as a canonical CSR matrix plus id arrays.
 
     Parameters
     ----------
     X : DataFrame, warprec.data.Interactions, scipy.sparse matrix or 2-D array
-        A DataFrame (columns ``user_id``, ``item_id``) goes through
+        A DataFrame (its id columns found by :func:`training_frame`) goes through
         :meth:`warprec.data.Interactions.from_frame`; an ``Interactions`` gives its
         matrix and id maps; a matrix is checked by
         :func:`warprec._inputs.as_interaction_matrix`.
     user_ids, item_ids : ndarray, optional
         Fixed id maps for a DataFrame (e.g. a model's maps for ``partial_fit``); by
         default the maps are the DataFrame's sorted unique ids. Ignored for other input.
+    user_col, item_col, check_ratings
+        As in :func:`training_frame`.
 
     Returns
     -------
@@ -610,6 +905,7 @@ def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
     user_ids, item_ids : ndarray or None
         Raw ids of the rows and columns; None for matrix input.
     """
+    X = training_frame(X, user_col=user_col, item_col=item_col, check_ratings=check_ratings)
     if _is_frame(X):
         from .interactions import Interactions
         X = Interactions.from_frame(X, user_ids=user_ids, item_ids=item_ids)
@@ -617,7 +913,116 @@ def fit_input(X: InteractionData, user_ids: NDArray[Any] | None = None,
     if _is_interactions(X):
         user_ids, item_ids = np.asarray(X.user_ids), np.asarray(X.item_ids)
         X = X.matrix
-    return as_interaction_matrix(X), user_ids, item_ids
+    return as_interaction_matrix(X, "X", frames=True), user_ids, item_ids
+
+
+def training_frame(X: InteractionData, *, user_col: str | int | None = None,
+                   item_col: str | int | None = None, check_ratings: bool = True,
+                   ) -> InteractionData:
+    """A DataFrame ``X`` as the frame of its two id columns, named ``user_id`` and
+    ``item_id`` (``X`` itself when it has those two only); other input unchanged.
+
+    The columns are ``user_col`` and ``item_col`` when given (names or 0-based
+    positions), else found as :func:`warprec.data.read_ratings` finds them (``user_id``,
+    ``userId``, ``user``, ``uid``...; ``item_id``, ``movieId``, ``item``...; any case).
+    With ``check_ratings``, a rating column (``rating``, ``score``, ``weight``...) of more
+    than two distinct values gives a :class:`~warprec.exceptions.WarprecWarning`: such
+    ratings look explicit, yet every row becomes a positive, unless they were thresholded
+    with :func:`warprec.data.positives` (whose ``min_rating`` the frame's ``attrs``
+    record). Internal API (the recommenders' ``fit``).
+    """
+    if not _is_frame(X):
+        if user_col is not None or item_col is not None:
+            raise TypeError(f"user_col and item_col name the columns of a DataFrame X; X is "
+                            f"a {type(X).__name__}.")
+        return X
+    from ._columns import id_columns
+
+    user, item = id_columns(X, user_col, item_col, "X")
+    if check_ratings:
+        warn_if_explicit(X, (user, item), stacklevel=3)
+    if (user, item) == ("user_id", "item_id"):
+        # (no other column: the checks are not repeated by a caller of a caller)
+        return X if X.shape[1] == 2 else X[["user_id", "item_id"]]
+    import pandas as pd
+
+    return pd.DataFrame({"user_id": X[user], "item_id": X[item]})
+
+
+def warn_if_explicit(X: pd.DataFrame, id_columns: tuple[Any, ...] = ("user_id", "item_id"),
+                     source: str = "X", stacklevel: int = 2) -> None:
+    """A :class:`~warprec.exceptions.WarprecWarning` when ``X`` has a rating column (found
+    as :func:`warprec.data.read_ratings` finds it) of more than two distinct values that
+    :func:`warprec.data.positives` did not threshold: ratings that look explicit, of which
+    fit would take every row as a positive. Binary or constant values (implicit data) do
+    not warn. Internal API (``fit`` and the command line)."""
+    from ._columns import MIN_RATING_ATTR, find_column
+
+    if X.attrs.get(MIN_RATING_ATTR) is not None:
+        return
+    try:
+        column = find_column(X, "rating", None, False, source)
+    except KeyError:   # several candidates: not ours to choose
+        return
+    if column is None or column in id_columns:
+        return
+    values = X[column]
+    n = int(values.nunique())
+    if n <= 2:
+        return
+    low, high = (v.item() if hasattr(v, "item") else v for v in (values.min(), values.max()))
+    warnings.warn(
+        f"the rating column {column!r} of {source} holds {n} distinct values (from {low!r} "
+        f"to {high!r}): they look like explicit ratings, yet every row becomes a positive, "
+        f"the lowest ratings included. Keep the positives first: --min-rating on the "
+        f"command line, warprec.data.positives(frame, min_rating=...) in Python; or weight "
+        f"the rows: fit warprec.Interactions.from_frame(..., weight_col={column!r}) with "
+        f"sample_weight='values'.", WarprecWarning, stacklevel=stacklevel + 1)
+
+
+def _gain_matrix(u: Int64Array, i: Int64Array, gains: NDArray[np.float32],
+                 rows: NDArray[np.bool_], item_ids: pd.Series, n_rows: int, n_items: int,
+                 count_unknown_items: bool) -> tuple[sp.csr_matrix, Int64Array]:
+    """The entries ``rows`` of (row ``u``, item ``i``, ``gains``) as an (n_rows, n_items)
+    CSR matrix (a duplicated pair keeps its largest gain; items ``i < 0`` left out), and
+    per row the number of distinct unknown items (``item_ids`` where ``i < 0``) when
+    ``count_unknown_items``."""
+    keep = rows & (i >= 0)
+    uu, ii, gg = u[keep], i[keep], gains[keep]
+    order = np.lexsort((-gg, ii, uu))
+    uu, ii, gg = uu[order], ii[order], gg[order]
+    first = np.ones(uu.size, bool)
+    first[1:] = (uu[1:] != uu[:-1]) | (ii[1:] != ii[:-1])
+    matrix = sp.csr_matrix((gg[first], (uu[first], ii[first])), shape=(n_rows, n_items))
+    extra = np.zeros(n_rows, np.int64)
+    unknown_items = rows & (i < 0)
+    if count_unknown_items and unknown_items.any():
+        # each distinct unknown item of a row counts once in |relevant|
+        from ._grouping import factorize_ids
+        item_codes, _ = factorize_ids(item_ids.to_numpy()[unknown_items])
+        pairs = np.unique(np.stack([u[unknown_items], item_codes]), axis=1)
+        extra = np.bincount(pairs[0], minlength=n_rows)
+    return matrix, extra
+
+
+def _item_list(row: Any, r: int) -> NDArray[Any]:
+    """One user's raw item ids of a list of lists, as a 1-D object array."""
+    if isinstance(row, (str, bytes)) or np.ndim(row) != 1:   # (a ragged row is 1-D too)
+        raise TypeError(f"user_items as a list holds one list of item ids per user; entry "
+                        f"{r} is {type(row).__name__} {row!r:.60}.")
+    return np.asarray(list(row), dtype=object)
+
+
+def _unique_in_order(values: NDArray[Any]) -> NDArray[Any]:
+    """The distinct values of ``values`` in order of first appearance (object array)."""
+    import pandas as pd
+
+    return np.asarray(pd.unique(pd.Series(values, dtype=object)), dtype=object)
+
+
+def _codes(values: NDArray[Any], labels: NDArray[Any]) -> Int64Array:
+    """The position of every value of ``values`` in ``labels`` (which holds them all)."""
+    return IdMap(labels).indexer(values)
 
 
 def _is_single(ids: ArrayLike) -> bool:

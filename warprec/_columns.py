@@ -6,9 +6,10 @@ become int64, string ids stay strings, mixed or missing ids are rejected) are st
 :mod:`warprec.data`'s docstring and enforced by :func:`normalize_ids`.
 
 Internal API (used by :mod:`warprec.frames`, :mod:`warprec.readers`,
-:mod:`warprec.splitting` and :mod:`warprec.interactions`): :data:`CANONICAL_COLUMNS`
-(public as ``warprec.data.CANONICAL_COLUMNS``), :data:`ALIASES`, :func:`norm_name`,
-:func:`require_columns`, :func:`find_column`, :func:`standardize`, :func:`ids_kind` and
+:mod:`warprec.splitting`, :mod:`warprec.interactions`, the models' ``fit`` and the
+command line): :data:`CANONICAL_COLUMNS` (public as ``warprec.data.CANONICAL_COLUMNS``),
+:data:`ALIASES`, :data:`MIN_RATING_ATTR`, :func:`norm_name`, :func:`require_columns`,
+:func:`find_column`, :func:`id_columns`, :func:`standardize`, :func:`ids_kind` and
 :func:`normalize_ids`. Not part of warprec's public API; may change without notice.
 """
 
@@ -23,8 +24,8 @@ from numpy.typing import NDArray
 
 from ._messages import describe_rows, show
 
-__all__ = ["ALIASES", "CANONICAL_COLUMNS", "find_column", "ids_kind", "norm_name",
-           "normalize_ids", "require_columns", "standardize"]
+__all__ = ["ALIASES", "CANONICAL_COLUMNS", "MIN_RATING_ATTR", "find_column", "id_columns",
+           "ids_kind", "norm_name", "normalize_ids", "require_columns", "standardize"]
 
 #: Canonical column names, in output order.
 CANONICAL_COLUMNS = ("user_id", "item_id", "rating", "timestamp")
@@ -40,6 +41,10 @@ ALIASES = {
 }
 _ARG_OF = {"user_id": "user_col", "item_id": "item_col", "rating": "rating_col",
            "timestamp": "timestamp_col"}
+
+#: The key of ``DataFrame.attrs`` where :func:`warprec.data.positives` records the
+#: ``min_rating`` it kept (so that ``fit`` knows the ratings were thresholded).
+MIN_RATING_ATTR = "warprec.min_rating"
 
 
 def norm_name(name: Any) -> str:
@@ -128,6 +133,21 @@ def find_column(df: pd.DataFrame, role: str, spec: str | int | bool | None,
         f"one named like {names} (any case). Name it explicitly with {arg}='...' "
         f"(read_ratings/standardize_frame: user_col=, item_col=, rating_col=, "
         f"timestamp_col=).")
+
+
+def id_columns(df: pd.DataFrame, user_col: str | int | None, item_col: str | int | None,
+               source: str) -> tuple[Hashable, Hashable]:
+    """The labels of the user and item id columns of ``df``: ``user_col`` and ``item_col``
+    if given (names, or 0-based positions), else detected as :func:`standardize` detects
+    them (the names of :data:`ALIASES`, any case; the first two columns of a frame whose
+    labels are 0, 1, ...). KeyError when one is missing or both are the same column."""
+    positional = list(df.columns) == list(range(df.shape[1]))
+    user = find_column(df, "user_id", user_col, positional, source)
+    item = find_column(df, "item_id", item_col, positional, source)
+    if user == item:
+        raise KeyError(f"Column {user!r} of {source} was chosen as both the user and the "
+                       f"item column; pass user_col= and item_col= explicitly.")
+    return user, item
 
 
 def standardize(df: pd.DataFrame, cols: Mapping[str, str | int | bool | None], source: str,

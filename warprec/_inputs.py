@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from ._typing import Constraint, ConstraintSpec, Int64Array, SparseMatrix
 
-__all__ = ["POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval", "Options",
-           "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
+__all__ = ["ON_UNKNOWN", "POSITIVE_INT", "RANDOM_STATE", "IdMap", "InstanceOf", "Interval",
+           "Options", "as_interaction_matrix", "check_k", "check_positive_int", "lookup_ids",
            "validate_param", "validate_params"]
 
 
@@ -249,6 +249,10 @@ POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 RANDOM_STATE = [None, Interval(numbers.Integral, 0, None, closed="left"),
                 InstanceOf(np.random.Generator, "a numpy.random.Generator")]
 
+#: ``on_unknown`` of ``recommend``, the evaluation functions and :mod:`warprec.dask`:
+#: what to do with users the model was not fit on.
+ON_UNKNOWN = Options(("error", "skip", "popular"))
+
 
 def validate_param(name: str, value: Any, constraints: Sequence[ConstraintSpec]) -> Any:
     """Check one value against a list of constraints (any one may accept it).
@@ -337,15 +341,17 @@ def check_k(k: object) -> int:
     return check_positive_int(k, "k")
 
 
-def as_interaction_matrix(X: SparseMatrix | NDArray[Any],
-                          name: str = "X") -> sp.csr_matrix:
+def as_interaction_matrix(X: SparseMatrix | NDArray[Any], name: str = "X",
+                          frames: bool = False) -> sp.csr_matrix:
     """Canonical CSR (float32 values, sorted unique indices, no stored zeros).
 
     Accepts any scipy sparse matrix/array or a dense 2-D array of numbers or booleans.
     Duplicate ``(row, column)`` entries of COO input are summed (scipy's rule), stored
     zeros are removed (they mean "no interaction"). NaN, infinite or negative values raise
     ``ValueError``: negative feedback is not a positive, threshold it first
-    (``warprec.data.positives(df, min_rating=...)``).
+    (``warprec.data.positives(df, min_rating=...)``). ``frames`` says the caller also
+    takes DataFrames and Interactions (which it converts before), for the message about
+    any other type.
     """
     if isinstance(X, np.matrix):
         X = np.asarray(X)
@@ -368,9 +374,10 @@ def as_interaction_matrix(X: SparseMatrix | NDArray[Any],
             raise TypeError(f"{name} must hold real numbers or booleans, not {X.dtype}.")
         csr = sp.csr_matrix(X.astype(np.float64))
     else:
-        raise TypeError(f"{name} must be a scipy.sparse matrix, a dense 2-D numpy array, a "
-                        "warprec.data.Interactions or a pandas DataFrame with user_id/item_id "
-                        f"columns; got {type(X).__name__}.")
+        others = (", a warprec.data.Interactions or a pandas DataFrame of user and item ids"
+                  if frames else "")
+        raise TypeError(f"{name} must be a scipy.sparse matrix or a dense 2-D numpy array"
+                        f"{others}; got {type(X).__name__}.")
     csr.sum_duplicates()
     bad = ~np.isfinite(csr.data)
     if bad.any():

@@ -19,6 +19,13 @@ imported. One name per kind of argument, as the docstrings describe them:
 ``RandomState``
     ``random_state`` of the estimators and generators: None, a seed or a
     ``numpy.random.Generator``.
+``UserItems``
+    New users' interactions (``fold_in``, ``recommend``'s ``user_items``): a users x
+    items matrix in the model's index space, a list of raw item id lists (one per user),
+    or a DataFrame of user and item ids (``fold_in`` only).
+``OnUnknown``
+    ``on_unknown`` of ``recommend`` and the evaluation functions: what to do with users
+    the model was not fit on (``"error"``, ``"skip"`` or ``"popular"``).
 ``Constraint``, ``ConstraintSpec``
     A parameter constraint of :mod:`warprec._inputs` (``Interval``, ``Options``,
     ``InstanceOf``) and what a declaration may hold: one of them, None (the value None)
@@ -30,6 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Literal, Protocol, TypeAlias
 
     import numpy as np
@@ -51,6 +59,9 @@ if TYPE_CHECKING:
     InteractionData: TypeAlias = pd.DataFrame | Interactions | SparseMatrix | NDArray[Any]
     FeatureData: TypeAlias = pd.DataFrame | SparseMatrix | NDArray[Any]
     RandomState: TypeAlias = int | np.random.Generator | None
+    OnUnknown: TypeAlias = Literal["error", "skip", "popular"]
+    UserItems: TypeAlias = (SparseMatrix | NDArray[Any] | pd.DataFrame
+                            | Sequence[Sequence[Any]])
 
     class Constraint(Protocol):
         """What :func:`warprec._inputs.validate_param` asks of a constraint object."""

@@ -7,15 +7,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._base import FactorRecommender, fit_input
-from ._inputs import as_interaction_matrix
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Literal
 
-    from numpy.typing import NDArray
     from typing_extensions import Self
 
-    from ._typing import Float32Array, InteractionData, SparseMatrix
+    from ._typing import Float32Array, InteractionData, UserItems
 
 __all__ = ["PopularityRecommender"]
 
@@ -32,9 +30,11 @@ class PopularityRecommender(FactorRecommender):
     def __init__(self, n_threads: int | None = None) -> None:
         self.n_threads = n_threads
 
-    def fit(self, X: InteractionData) -> Self:
-        """Count each item's positives in ``X`` (any input ``WARPFactorizer.fit`` takes)."""
-        matrix, user_ids, item_ids = fit_input(X)
+    def fit(self, X: InteractionData, *, user_col: str | int | None = None,
+            item_col: str | int | None = None) -> Self:
+        """Count each item's positives in ``X`` (any input ``WARPFactorizer.fit`` takes;
+        ``user_col`` and ``item_col`` as there)."""
+        matrix, user_ids, item_ids = fit_input(X, user_col=user_col, item_col=item_col)
         if matrix.nnz == 0:
             raise ValueError("X holds no positive interaction; nothing to count.")
         counts = np.bincount(matrix.indices, minlength=matrix.shape[1])
@@ -45,15 +45,13 @@ class PopularityRecommender(FactorRecommender):
         self.train_matrix_ = matrix
         return self
 
-    def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
-                epochs: int | None = None) -> Float32Array:
+    def fold_in(self, user_items: UserItems, *, epochs: int | None = None,
+                user_col: str | int | None = None, item_col: str | int | None = None,
+                on_unknown: Literal["error", "skip"] = "error") -> Float32Array:
         """Factors of users described by their interactions: every user's factor is the
-        zero vector here (the scores are the item counts), one row per row of
-        ``user_items`` (shape (n_rows, n_items_)); ``epochs`` is accepted for the
-        interface of :meth:`warprec.WARPFactorizer.fold_in` and ignored."""
-        self._check_fitted()
-        matrix = as_interaction_matrix(user_items, "user_items")
-        if matrix.shape[1] != self.n_items_:
-            raise ValueError(f"user_items must have one column per item of the model "
-                             f"({self.n_items_}); got shape {matrix.shape}.")
+        zero vector here (the scores are the item counts), one row per user of
+        ``user_items`` (any form :meth:`warprec.WARPFactorizer.fold_in` takes, checked the
+        same way); ``epochs`` is accepted for that interface and ignored."""
+        matrix = self.user_item_rows(user_items, user_col=user_col, item_col=item_col,
+                                     on_unknown=on_unknown)
         return np.zeros((matrix.shape[0], 1), dtype=np.float32)

@@ -101,8 +101,15 @@ def _dask_args(parser, job, how):
 
 def _data_args(parser):
     parser.add_argument("--min-rating", type=float, default=None,
-                        help="keep ratings >= this as positives (default: every row)")
+                        help="keep ratings >= this as positives (default: every row; a "
+                             "warning says when the ratings look explicit)")
     parser.add_argument("--sep", default=None, help="field separator if not auto-detected")
+    parser.add_argument("--user-col", default=None, metavar="NAME",
+                        help="the user id column (default: detected, e.g. user_id, userId, "
+                             "user, uid)")
+    parser.add_argument("--item-col", default=None, metavar="NAME",
+                        help="the item id column (default: detected, e.g. item_id, movieId, "
+                             "item, iid)")
 
 
 def _metric_list(text):
@@ -177,11 +184,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
     p.add_argument("model", help="model file written by `warprec fit`")
     p.add_argument("users", nargs="*", help="raw user ids")
-    p.add_argument("--users-file", help="more user ids: a CSV or Parquet file with a user_id "
-                                        "column, or one id per line")
+    p.add_argument("--users-file", help="more user ids: a CSV or Parquet file with a user id "
+                                        "column (user_id, userId, user, ... as in ratings "
+                                        "files), or one id per line")
     p.add_argument("-k", type=int, default=10, help="items per user (default 10)")
     p.add_argument("--titles", help="movies.csv / u.item to show titles")
     p.add_argument("--include-seen", action="store_true", help="do not exclude training items")
+    p.add_argument("--on-unknown", choices=("error", "skip", "popular"), default="error",
+                   help="users the model was not fit on: error (default: stop and name "
+                        "them), skip (leave them out, with a warning) or popular (the most "
+                        "popular items, marked in the output's fallback column)")
+    p.add_argument("--item-features", help="CSV of item features with an item id column, as "
+                                           "for `warprec fit --item-features`: rank the items "
+                                           "it lists, items unseen at fit included (a model "
+                                           "fit with --item-features)")
     p.add_argument("--format", choices=("text", "csv", "json", "parquet"),
                    help="output format (default: from --output's extension, else text); csv, "
                         "json and parquet give rows user_id, item_id, score, rank[, title]")
@@ -232,9 +248,19 @@ def _read_positives(path, args):
     from .data import positives, read_ratings
 
     try:
-        frame = read_ratings(path, sep=args.sep)
+        frame = read_ratings(path, sep=args.sep, user_col=args.user_col,
+                             item_col=args.item_col)
     except ImportError as exc:   # a Parquet file without pyarrow
         raise CLIError(str(exc)) from None
+    except KeyError as exc:   # the id columns: read_ratings' hints, as command-line options
+        text = _one_line(exc)
+        if "user_col=" not in text and "item_col=" not in text:
+            raise
+        text = text.split(" Name it explicitly with ")[0]
+        raise CLIError(text.replace("user_col=", "--user-col ").replace(
+            "item_col=", "--item-col ") + (" Name the id columns with --user-col and "
+                                           "--item-col." if "--user-col" not in text
+                                           else "")) from None
     pos = positives(frame, min_rating=args.min_rating)
     if len(pos) == 0:
         raise CLIError(f"{path}: no rows left after --min-rating {args.min_rating}.")
@@ -326,6 +352,9 @@ def _fit_on_dask(model, train, args, out, client=None):
     """``warprec fit / evaluate --dask-scheduler / --workers``: :func:`warprec.dask.fit`,
     through ``client`` if given (else a client of :func:`_dask_client`, closed after)."""
     _check_dask_fit(args)
+    from ._base import warn_if_explicit
+
+    warn_if_explicit(train, source="the ratings")   # (what a local fit warns about)
     tic = time.perf_counter()
     from ._dask_fit import fit
 
@@ -569,6 +598,11 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     if not users:
         raise CLIError("no users given: list user ids after the model file, or pass "
                        "--users-file.")
+    item_features = None
+    if args.item_features:
+        from .data import read_features
+
+        item_features = read_features(args.item_features, "item")
     fmt = args.format or _format_of(args.output)
     if fmt == "parquet":
         if args.output is None:
@@ -576,6 +610,9 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
         _check_output(args.output)
         _need_parquet()
     if _on_dask(args):
+        if item_features is not None:
+            raise CLIError("--item-features is not available on Dask: drop it, or "
+                           "recommend on one machine.")
         with _dask_client(args) as client:
             import dask.dataframe as dd
             import pandas as pd
@@ -585,10 +622,12 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
             n_parts = max(1, min(len(client.scheduler_info()["workers"]), len(users)))
             parts = dd.from_pandas(pd.Series(users, name="user_id"), npartitions=n_parts)
             frame = recommend(model, parts, k=args.k, exclude_seen=not args.include_seen,
-                              client=client).compute().reset_index(drop=True)
+                              client=client, on_unknown=args.on_unknown,
+                              ).compute().reset_index(drop=True)
     else:
         frame = model.recommend(users, k=args.k, exclude_seen=not args.include_seen,
-                                as_frame=True)
+                                as_frame=True, on_unknown=args.on_unknown,
+                                item_features=item_features)
     if titles is not None:
         frame["title"] = [titles.get(item, "") for item in frame["item_id"]]
     with contextlib.ExitStack() as stack:
@@ -607,6 +646,8 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
             for user in dict.fromkeys(users):
                 target.write(f"user {user}:\n")
                 rows = groups.get(user, frame.iloc[:0])
+                if "fallback" in rows.columns and rows["fallback"].any():
+                    target.write("  (not seen at fit time: the most popular items)\n")
                 for row in rows.itertuples(index=False):
                     title = f"  {row.title}" if titles is not None else ""
                     target.write(f"  {row.rank:>3}. {row.item_id}{title}  ({row.score:.3f})\n")
@@ -644,8 +685,9 @@ def _need_parquet():
 
 
 def _read_user_ids(path):
-    """User ids (as strings) from a file: the user_id column of a CSV with a header or of
-    a Parquet file, or one id per line."""
+    """User ids (as strings) from a file: the user id column of a CSV with a header or of
+    a Parquet file (named as :func:`warprec.data.read_ratings` recognises it: user_id,
+    userId, user, uid ...), or one id per line (under an optional such header)."""
     if path is None:
         return []
     if os.path.splitext(path)[1].lower() in (".parquet", ".pq"):
@@ -656,25 +698,37 @@ def _read_user_ids(path):
             frame = _read_parquet(_check_path(path, allow_dir=True))
         except ImportError as exc:
             raise CLIError(str(exc)) from None
-        if "user_id" not in frame.columns:
-            raise CLIError(f"the users file {path!r} has no user_id column (columns: "
-                           f"{', '.join(map(str, frame.columns))}).")
-        return [str(user) for user in frame["user_id"].tolist()]
+        return [str(user) for user in frame[_user_column(frame, path)].tolist()]
     try:
         with open(path, encoding="utf-8") as fh:
             lines = [line.strip() for line in fh if line.strip()]
     except OSError as exc:
         raise CLIError(f"cannot read the users file {path!r}: {exc.strerror or exc}.") from None
-    if lines and "," in lines[0]:
+    sep = next((c for c in (",", "\t", ";") if lines and c in lines[0]), None)
+    if sep is not None:
         import pandas as pd
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        if "user_id" not in frame.columns:
-            raise CLIError(f"the users file {path!r} is a CSV without a user_id column "
-                           f"(columns: {', '.join(frame.columns)}).")
-        return frame["user_id"].str.strip().tolist()
-    if lines and lines[0] == "user_id":
-        lines = lines[1:]
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=sep)
+        return frame[_user_column(frame, path)].str.strip().tolist()
+    from ._columns import ALIASES, norm_name
+
+    if lines and norm_name(lines[0]) in ("userid", *ALIASES["user_id"]):
+        lines = lines[1:]   # a header line
     return lines
+
+
+def _user_column(frame, path):
+    """The user id column of a users file, found as in ratings files."""
+    from ._columns import find_column
+
+    try:
+        column = find_column(frame, "user_id", None, False, f"the users file {path!r}")
+    except KeyError:
+        column = None
+    if column is None:
+        raise CLIError(f"the users file {path!r} has no user id column (looked for user_id, "
+                       f"userId, user, uid, users in any case; columns: "
+                       f"{', '.join(map(str, frame.columns))}); rename it.")
+    return column
 
 
 def _parse_id(text, known):

@@ -38,9 +38,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
         "warprec.dask needs Dask and pyarrow, which warprec does not install by default: "
         "pip install 'warprec[dask]'") from exc
 
-from ._base import FactorRecommender, top_frame
+from ._base import (FactorRecommender, UnknownUsers, raw_ids, report_unknown_test_users,
+                    top_frame)
 from ._dask_fit import fit
-from ._inputs import IdMap, check_k, lookup_ids
+from ._inputs import ON_UNKNOWN, IdMap, check_k, validate_param
 from ._kernels.config import NUMBA_SCORING_MACS
 from ._scoring import as_csr, as_factor_arrays, check_finite
 from .evaluation import (
@@ -57,6 +58,8 @@ from .exceptions import WarprecWarning
 if TYPE_CHECKING:
     from distributed import Client
 
+    from ._typing import OnUnknown
+
 __all__ = ["evaluate", "fit", "recommend"]
 
 #: The gain column of graded test data, as the models' evaluation glue picks it.
@@ -68,16 +71,18 @@ FrameLike = dd.DataFrame | dd.Series | pd.DataFrame | pd.Series | str | os.PathL
 
 # ---------------------------------------------------------------------- the shipped arrays
 class _Side:
-    """One side of a fitted model (factors, biases, raw ids): what the workers receive.
+    """One side of a fitted model (factors, biases, raw ids; for items their training
+    positives, the ranking of ``on_unknown="popular"``): what the workers receive.
 
     A plain container of arrays (no estimator), built once on the client; its raw id ->
     index map is built once per worker, on first use.
     """
 
-    __slots__ = ("factors", "biases", "ids", "_map")
+    __slots__ = ("factors", "biases", "ids", "popularity", "_map")
 
-    def __init__(self, factors, biases, ids):
+    def __init__(self, factors, biases, ids, popularity=None):
         self.factors, self.biases, self.ids = factors, biases, ids
+        self.popularity = popularity
         self._map = None
 
     def id_map(self):
@@ -86,10 +91,10 @@ class _Side:
         return self._map
 
     def __getstate__(self):  # the map is rebuilt on the worker, not sent
-        return self.factors, self.biases, self.ids
+        return self.factors, self.biases, self.ids, self.popularity
 
     def __setstate__(self, state):
-        self.factors, self.biases, self.ids = state
+        self.factors, self.biases, self.ids, self.popularity = state
         self._map = None
 
 
@@ -108,7 +113,10 @@ class _Seen:
 
 class _Arrays(FactorRecommender):
     """A model made of the shipped arrays only, so that every partition runs the fitted
-    model's own inference (:meth:`FactorRecommender.recommend` and the evaluation glue)."""
+    model's own inference (:meth:`FactorRecommender.recommend` and the evaluation glue).
+    Its warnings about unknown users are given once, on the client."""
+
+    reports_unknown_users = False
 
     def __init__(self, users, items, seen=None, n_threads=None):
         self.user_factors_, self.user_ids_ = users.factors, users.ids
@@ -116,10 +124,16 @@ class _Arrays(FactorRecommender):
                                                                  items.ids)
         self.train_matrix_ = seen
         self.n_threads = n_threads
+        self._popularity = items.popularity
         # the id maps built once per worker (FactorRecommender._id_map's cache)
         for kind, side in (("user", users), ("item", items)):
             if side.ids is not None:
                 self.__dict__[f"_{kind}_map"] = (side.ids, side.id_map())
+
+    @property
+    def item_popularity_(self):
+        """The shipped model's (``train_matrix_`` here may hold some users' rows only)."""
+        return self._popularity
 
 
 def _sides(model):
@@ -128,11 +142,11 @@ def _sides(model):
     if not isinstance(model, FactorRecommender):
         raise TypeError(f"model must be a fitted warprec model such as "
                         f"warprec.WARPFactorizer; got {type(model).__name__}.")
-    model._check_fitted()
+    model.n_users_   # (a NotFittedError for an unfitted model)
     user_factors, item_factors, item_biases = as_factor_arrays(
         model.user_factors_, model.item_factors_, model.item_biases_)
     return (_Side(user_factors, None, model.user_ids_),
-            _Side(item_factors, item_biases, model.item_ids_))
+            _Side(item_factors, item_biases, model.item_ids_, model.item_popularity_))
 
 
 def _ship(value, client):
@@ -264,50 +278,65 @@ def _padded(values, n_rows):
 
 # ---------------------------------------------------------------------- recommend
 def _recommend_partition(part, users, items, seen, k, exclude_seen, n_threads, dtypes,
-                         n_total):
+                         n_total, on_unknown):
     """The top-k frame of one partition of user ids, by the model's own recommend."""
     if len(part) == 0:
         return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in dtypes.items()})
     values = part.to_numpy()
     matrix = None if seen is None else seen.matrix
     model = _Arrays(users, items, matrix, n_threads)
-    if matrix is not None:
-        try:   # the same lookup recommend makes (which raises for unknown ids)
-            rows = lookup_ids(values, model._id_map("user"), "user", model.n_users_)
-        except (KeyError, TypeError, ValueError):
-            pass
-        else:
-            model.train_matrix_ = _rows_only(matrix, rows)
+    rows = None
+    try:   # the same lookup recommend makes (which raises for unknown ids by default)
+        rows = model.requested_users(values, on_unknown)
+    except (KeyError, TypeError, ValueError):
+        pass
+    else:
+        if matrix is not None:
+            model.train_matrix_ = _rows_only(matrix, rows[rows >= 0])
     n_rows = _rows_to_score(len(values), int(n_total), model.n_items_,
                             users.factors.shape[1])
     if n_rows == len(values):
-        frame = model.recommend(values, k=k, exclude_seen=exclude_seen, as_frame=True)
+        frame = model.recommend(values, k=k, exclude_seen=exclude_seen, as_frame=True,
+                                on_unknown=on_unknown)
     else:
         top, scores = model.recommend(_padded(values, n_rows), k=k,
-                                      exclude_seen=exclude_seen)
+                                      exclude_seen=exclude_seen, on_unknown=on_unknown)
         top, scores = top[:len(values)], scores[:len(values)]
         # recommend's frame of these users: unfilled slots are those scored -inf
-        frame = top_frame(values, False, np.where(np.isneginf(scores), -1, 0), top, scores)
+        fallback = None if rows is None or on_unknown != "popular" else rows < 0
+        frame = top_frame(values, False, np.where(np.isneginf(scores), -1, 0), top,
+                          scores, fallback)
     if dict(frame.dtypes) != dtypes:
         frame = frame.astype(dtypes)
     return frame
 
 
-def _output_meta(model, user_dtype):
+def _output_meta(model, user_dtype, on_unknown):
     """The (empty) output frame with the dtypes the model's recommend gives ids of
     ``user_dtype``: made by the code of ``recommend(..., as_frame=True)`` from a sample."""
     from dask.dataframe.utils import meta_nonempty
 
     labels = meta_nonempty(pd.Series([], dtype=user_dtype)).to_numpy()[:1]
     index = np.zeros((1, 1), dtype=np.int32)
-    frame = top_frame(labels, False, index, model._raw_items(index),
-                       np.zeros((1, 1), dtype=np.float32))
+    frame = top_frame(labels, False, index, raw_ids(index, model.item_ids_),
+                      np.zeros((1, 1), dtype=np.float32),
+                      np.zeros(1, dtype=bool) if on_unknown == "popular" else None)
     return frame.iloc[:0]
+
+
+def _count_unknown(part, users):
+    """``[rows, distinct ids]`` of the user ids of one partition the model does not know."""
+    values = part.to_numpy()
+    model = _Arrays(users, _Side(np.zeros((0, users.factors.shape[1]), np.float32),
+                                 np.zeros(0, np.float32), None))
+    unknown = model.requested_users(values, "skip") < 0
+    return pd.Series([values[unknown]], dtype=object)
 
 
 def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
               exclude_seen: bool = True, client: Client | None = None,
-              interactions: FrameLike | None = None) -> dd.DataFrame:
+              interactions: FrameLike | None = None,
+              on_unknown: OnUnknown = "error") -> dd.DataFrame:
     """Top-k items of every user of a partitioned user list, as a Dask DataFrame.
 
     Every partition runs ``model.recommend(ids, k=k, exclude_seen=exclude_seen,
@@ -336,11 +365,19 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
         Seen items (columns ``user_id``, ``item_id``; a DataFrame or a Parquet path) to
         exclude instead of the training positives. Rows of users or items the model does
         not know are ignored (they cannot be recommended or requested).
+    on_unknown : {"error", "skip", "popular"}, default "error"
+        Requested users the model was not fit on, as in ``model.recommend``:
+        ``"error"`` fails the computation with a KeyError; ``"skip"`` gives them no
+        rows; ``"popular"`` gives them the most popular items and adds the boolean
+        column ``fallback`` (True on their rows). With ``"skip"`` or ``"popular"`` the
+        user ids are read once more, at once, to count the unknown ones for the
+        :class:`~warprec.exceptions.WarprecWarning` that says how many.
 
     Returns
     -------
     dask.dataframe.DataFrame
-        Columns ``user_id, item_id, score, rank`` (rank 1 = best; one row per filled
+        Columns ``user_id, item_id, score, rank`` (and ``fallback`` with
+        ``on_unknown="popular"``; rank 1 = best; one row per filled
         slot), one output partition per input partition, in the input's order. Each
         partition has its own ``0..n-1`` index (as ``model.recommend`` gives for that
         partition's users). Lazy: ``.compute()`` it, or write it with
@@ -354,8 +391,9 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
     warprec.exceptions.InvalidParameterError
         At once: on a bad ``k``.
     KeyError
-        When the result is computed: a partition holds user ids the model was not fit on
-        (the error of ``model.recommend``, listing them). Nothing is dropped silently.
+        When the result is computed, with ``on_unknown="error"``: a partition holds user
+        ids the model was not fit on (the error of ``model.recommend``, listing them).
+        Nothing is dropped silently.
 
     Notes
     -----
@@ -374,6 +412,7 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
     """
     user_side, item_side = _sides(model)
     k = check_k(k)
+    validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
     series = _user_series(users)
     seen = None
     if exclude_seen:
@@ -381,8 +420,10 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
             seen = _ship(_Seen(model.train_matrix_), client)
         else:
             _check_raw_ids(model, "interactions")
-    meta = _output_meta(model, series.dtype)
+    meta = _output_meta(model, series.dtype, on_unknown)
     shipped_users, shipped_items = _ship(user_side, client), _ship(item_side, client)
+    if on_unknown != "error":
+        _warn_unknown_requested(series, shipped_users, on_unknown, client)
     if exclude_seen and interactions is not None:
         frame = _as_dask_frame(interactions, "interactions", ["user_id", "item_id"])
         parts = [dask.delayed(_known_rows, pure=True)(part, shipped_users, shipped_items, None)
@@ -390,25 +431,47 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
         seen = dask.delayed(_seen_matrix, pure=True)(parts, model.n_users_, model.n_items_)
     return series.map_partitions(
         _recommend_partition, shipped_users, shipped_items, seen, k, exclude_seen,
-        model.n_threads, dict(meta.dtypes), series.map_partitions(len).sum(), meta=meta,
-        clear_divisions=True, align_dataframes=False)
+        model.n_threads, dict(meta.dtypes), series.map_partitions(len).sum(), on_unknown,
+        meta=meta, clear_divisions=True, align_dataframes=False)
+
+
+def _warn_unknown_requested(series, users, on_unknown, client):
+    """The warning ``model.recommend`` gives about requested users it does not know, from
+    a pass over every partition of the user ids."""
+    parts = series.map_partitions(_count_unknown, users, meta=(None, object))
+    found = [ids for ids in _compute(parts, client).tolist() if len(ids)]
+    if not found:
+        return
+    values = np.concatenate(found)
+    shown = ", ".join(repr(v) for v in values[:5].tolist())
+    what = ("got no recommendations" if on_unknown == "skip" else
+            "got the most popular items instead of personal recommendations")
+    warnings.warn(f"{values.size} requested user(s) unseen at fit time {what} "
+                  f"(on_unknown={on_unknown!r}): {shown}.", WarprecWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------- evaluate
-def _prepare_partition(part, users, items, train, chosen):
+def _prepare_partition(part, users, items, train, chosen, on_unknown):
     """One partition of test rows (each test user in one partition) in the model's index
     space, as :func:`warprec.metrics.evaluate` prepares the whole test set: the rows and
-    relevant counts of the users it evaluates, plus the counts behind its warnings."""
+    relevant counts of the users it evaluates, plus the counts behind its warnings (and,
+    with ``on_unknown="popular"``, the rows and counts of its unknown users)."""
     model = _Arrays(users, items)
-    # rows of unknown users are left out here, counted, and reported on the client
-    unknown = users.id_map().indexer(part["user_id"], bools_as_ints=True) < 0
-    unknown_users = pd.unique(part["user_id"][unknown].to_numpy(dtype=object))
-    known = part[~unknown]
     # the models' evaluation glue, then evaluate_factors' steps (their warnings are
-    # raised once, on the client, from the counts of every partition)
-    test, extra = model._as_index_matrix(known, "test", True)
+    # raised once, on the client, from the counts of every partition); rows of unknown
+    # users are left out of the matrix, counted, and reported on the client
+    test, extra, unknown = model.index_space(part, "test", True,
+                                             fallback=on_unknown == "popular")
+    if on_unknown == "error":
+        report_unknown_test_users(unknown, on_unknown)   # (raises if there are any)
     n_relevant = np.diff(test.indptr).astype(np.int64) + extra
-    test = relevance_matrix(test, (model.n_users_, model.n_items_), "ndcg_graded" in chosen)
+    shape = (model.n_users_, model.n_items_)
+    graded = "ndcg_graded" in chosen
+    test = relevance_matrix(test, shape, graded)
+    fallback = None
+    if unknown.test is not None:
+        fallback = (relevance_matrix(unknown.test, (len(unknown.users), shape[1]), graded),
+                    unknown.n_relevant)
     counts = relevant_counts(n_relevant, test)
     overlap = 0
     if train is not None and test.nnz and train.matrix.nnz:
@@ -416,7 +479,8 @@ def _prepare_partition(part, users, items, train, chosen):
         overlap = int(both.count_nonzero())
     evaluated = np.flatnonzero(counts > 0)
     return dict(evaluated=evaluated, test=test[evaluated], counts=counts[evaluated],
-                overlap=overlap, unknown_rows=int(unknown.sum()), unknown_users=unknown_users)
+                overlap=overlap, unknown_rows=unknown.n_rows, unknown_users=unknown.users,
+                fallback=fallback)
 
 
 def _exact_sum(values):
@@ -458,7 +522,23 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
             column = values[:, KERNEL_COLUMN[name]]
             column = column[~np.isnan(column)]
             sums[name], defined[name] = _exact_sum(column.tolist()), int(column.size)
-    return dict(sums=sums, defined=defined, n_users=int(evaluated.size),
+    n_users = int(evaluated.size)
+    if prepared["fallback"] is not None:
+        # the unknown users, ranked by popularity (zero user factors, the counts as
+        # biases, nothing excluded): evaluate's fallback, whose scores are exact counts
+        test, counts = prepared["fallback"]
+        n_unknown, n_items = test.shape
+        values = per_user_values(np.zeros((n_unknown, 1), np.float32),
+                                 np.zeros((n_items, 1), np.float32), items.popularity,
+                                 test, None, counts, np.arange(n_unknown), k, chosen, None,
+                                 None)
+        for name in chosen:
+            column = values[:, KERNEL_COLUMN[name]]
+            column = column[~np.isnan(column)]
+            sums[name] = _exact_sum(sums[name] + column.tolist())
+            defined[name] += int(column.size)
+        n_users += n_unknown
+    return dict(sums=sums, defined=defined, n_users=n_users,
                 overlap=prepared["overlap"], unknown_rows=prepared["unknown_rows"],
                 unknown_users=prepared["unknown_users"])
 
@@ -474,7 +554,7 @@ def _combine(parts, train):
         n_users=sum(p["n_users"] for p in parts),
         overlap=sum(p["overlap"] for p in parts),
         unknown_rows=sum(p["unknown_rows"] for p in parts),
-        n_unknown_users=len(pd.unique(np.concatenate(ids))) if ids else 0,
+        unknown_users=pd.unique(np.concatenate(ids)) if ids else np.empty(0, object),
         train_unknown_rows=0 if train is None else train.unknown_rows,
         train_n_unknown_users=0 if train is None else len(train.unknown_users))
 
@@ -492,7 +572,8 @@ def _warn_unknown(name, rows, n_users):
 
 def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None = None,
              k: int = 10, metrics: str | Sequence[str] | None = None,
-             client: Client | None = None) -> dict[str, float | int]:
+             client: Client | None = None,
+             on_unknown: OnUnknown = "skip") -> dict[str, float | int]:
     """Ranking metrics of a fitted model on partitioned test data, computed on Dask.
 
     The same numbers as ``warprec.metrics.evaluate(model, test, train=train, k=k,
@@ -517,6 +598,10 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     client : distributed.Client, optional
         Scatter the model's arrays to every worker of this client once and compute there;
         default: Dask's default scheduler (the current client, if any).
+    on_unknown : {"skip", "error", "popular"}, default "skip"
+        Test rows of users the model was not fit on, as in
+        :func:`warprec.metrics.evaluate`: left out with a warning, a KeyError (when
+        computing), or those users evaluated on the popularity ranking.
 
     Returns
     -------
@@ -554,6 +639,7 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
     _check_raw_ids(model, "test")
     k = check_k(k)
     chosen = metric_selection(metrics)
+    validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
     test_frame = _as_dask_frame(test, "test", ["user_id", "item_id"], _GAIN_COLUMNS)
     gain_column = next((c for c in _GAIN_COLUMNS if c in test_frame.columns), None)
     if gain_column is not None:
@@ -572,13 +658,15 @@ def evaluate(model: FactorRecommender, test: FrameLike, train: FrameLike | None 
         seen = dask.delayed(_train_matrix, pure=True)(
             dask.delayed(_seen_matrix, pure=True)(parts, *shape), shape)
     prepared = [dask.delayed(_prepare_partition, pure=True)(
-        part, shipped_users, shipped_items, seen, chosen) for part in test_frame.to_delayed()]
+        part, shipped_users, shipped_items, seen, chosen, on_unknown)
+        for part in test_frame.to_delayed()]
     n_total = dask.delayed(sum, pure=True)([p["evaluated"].size for p in prepared])
     partials = [dask.delayed(_evaluate_partition, pure=True)(
         p, shipped_users, shipped_items, seen, k, chosen, n_total) for p in prepared]
     total = _compute(dask.delayed(_combine, pure=True)(partials, seen), client)
 
-    _warn_unknown("test", total["unknown_rows"], total["n_unknown_users"])
+    report_unknown_test_users(UnknownUsers(total["unknown_rows"], total["unknown_users"]),
+                              on_unknown, stacklevel=2)
     _warn_unknown("train", total["train_unknown_rows"], total["train_n_unknown_users"])
     if total["overlap"]:
         warnings.warn(f"{total['overlap']} test entries also appear in train; they are "

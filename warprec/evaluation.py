@@ -20,14 +20,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from ._inputs import check_k, check_positive_int
+from ._inputs import ON_UNKNOWN, check_k, check_positive_int, validate_param
 from ._kernels import metrics as _kmetrics
 from ._scoring import (as_csr, as_factor_arrays, check_finite, csr_arrays, empty_csr_arrays,
                        score_blocks)
@@ -36,7 +36,10 @@ from .exceptions import WarprecWarning
 from .interactions import Interactions
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._base import FactorRecommender
+    from ._typing import OnUnknown
 
 __all__ = ["DEFAULT_METRICS", "METRIC_NAMES", "evaluate", "evaluate_factors"]
 
@@ -342,14 +345,17 @@ def evaluate_factors(user_factors: ArrayLike, item_factors: ArrayLike,
 def evaluate(model: FactorRecommender, test: InteractionData,
              train: InteractionData | None = None, k: int = 10, *,
              metrics: str | Iterable[str] | None = None, n_threads: int | None = None,
-             per_user: bool = False) -> dict[str, float | int] | pd.DataFrame:
+             per_user: bool = False, on_unknown: OnUnknown = "skip",
+             ) -> dict[str, float | int] | pd.DataFrame:
     """Top-k ranking metrics of a fitted model (see :func:`evaluate_factors`).
 
     The model converts ``test`` and ``train`` (raw-id DataFrames, interaction
     objects or sparse matrices, whatever it supports) into its index space through
-    its ``_evaluation_inputs(test, train)`` method, which returns a dict with keys
-    ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
-    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index).
+    its ``_evaluation_inputs(test, train)`` method (``_evaluation_inputs(test, train,
+    on_unknown)`` for an ``on_unknown`` other than ``"skip"``), which returns a dict with
+    keys ``user_factors``, ``item_factors``, ``item_biases``, ``test``, ``train`` and
+    ``n_relevant`` (and optionally ``user_ids``, labels for the per-user index, and
+    ``fallback``, the unknown users of ``on_unknown="popular"``).
 
     Parameters
     ----------
@@ -363,6 +369,17 @@ def evaluate(model: FactorRecommender, test: InteractionData,
         ``"ndcg_graded"``).
     n_threads : int, optional
     per_user : bool, default False
+    on_unknown : {"skip", "error", "popular"}, default "skip"
+        What to do with test rows of users the model was not fit on (raw-id test data).
+        ``"skip"``: leave them out, with a :class:`~warprec.exceptions.WarprecWarning`
+        that says how many. ``"error"``: a KeyError naming them. ``"popular"``:
+        evaluate those users too, each with the ranking ``recommend(...,
+        on_unknown="popular")`` gives them: the model's items by number of training
+        positives (``model.item_popularity_``, ties by lower item index), nothing
+        excluded (the model knows no history of theirs; their rows of ``train`` are
+        left out as usual); a WarprecWarning says how many. The means and
+        ``"n_users"`` then cover them, and the per-user frame is indexed by raw user
+        id with a boolean ``fallback`` column marking them.
 
     Returns
     -------
@@ -373,6 +390,8 @@ def evaluate(model: FactorRecommender, test: InteractionData,
     ------
     TypeError
         If ``model`` has no ``_evaluation_inputs`` method.
+    KeyError
+        With ``on_unknown="error"``: a test user was not seen at fit time.
     """
     prepare = getattr(model, "_evaluation_inputs", None)
     if not callable(prepare):
@@ -383,9 +402,52 @@ def evaluate(model: FactorRecommender, test: InteractionData,
     metric_selection(metrics)
     if n_threads is not None:
         check_positive_int(n_threads, "n_threads")
-    inputs = prepare(test, train)
+    validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
+    # (the hook's third argument only when it is not the default, which every model
+    # implements without it)
+    inputs = prepare(test, train) if on_unknown == "skip" else prepare(test, train,
+                                                                       on_unknown)
+    fallback = inputs.get("fallback")
+    if fallback is not None:
+        return _evaluate_with_fallback(inputs, fallback, k, metrics, n_threads, per_user)
     return evaluate_factors(
         inputs["user_factors"], inputs["item_factors"], inputs["item_biases"],
         inputs["test"], inputs.get("train"), k, metrics=metrics,
         n_relevant=inputs.get("n_relevant"), n_threads=n_threads, per_user=per_user,
         user_ids=inputs.get("user_ids"))
+
+
+def _evaluate_with_fallback(inputs: dict[str, Any], fallback: dict[str, Any], k: int,
+                            metrics: str | Iterable[str] | None, n_threads: int | None,
+                            per_user: bool) -> dict[str, float | int] | pd.DataFrame:
+    """:func:`evaluate` with ``on_unknown="popular"`` and unknown test users: the known
+    users' values as usual, the unknown users' from the popularity ranking (zero user
+    factors, the counts as item biases, nothing excluded), averaged together."""
+    chosen = metric_selection(metrics)
+    test = inputs["test"]
+    counts = relevant_counts(inputs.get("n_relevant"), test)
+    parts = []
+    if (counts > 0).any():
+        parts.append(evaluate_factors(
+            inputs["user_factors"], inputs["item_factors"], inputs["item_biases"], test,
+            inputs.get("train"), k, metrics=chosen, n_relevant=counts, n_threads=n_threads,
+            per_user=True, user_ids=inputs.get("user_ids")))
+    n_items = np.shape(inputs["item_factors"])[0]
+    n_unknown = len(fallback["users"])
+    popular = evaluate_factors(
+        np.zeros((n_unknown, 1), np.float32), np.zeros((n_items, 1), np.float32),
+        fallback["popularity"], fallback["test"], None, k, metrics=chosen,
+        n_relevant=fallback["n_relevant"], n_threads=n_threads, per_user=True,
+        user_ids=fallback["users"])
+    frames = [cast(pd.DataFrame, p) for p in parts + [popular]]   # (per_user=True)
+    frame = pd.concat([p.assign(fallback=flag) for p, flag in
+                       zip(frames, [False] * len(parts) + [True])])
+    if per_user:
+        return frame
+    result: dict[str, float | int] = {}
+    for name in chosen:
+        column = frame[metric_key(name, k)].to_numpy(dtype=np.float64)
+        defined = column[~np.isnan(column)]
+        result[metric_key(name, k)] = _mean(defined) if defined.size else float("nan")
+    result["n_users"] = len(frame)
+    return result

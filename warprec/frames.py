@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._columns import CANONICAL_COLUMNS, require_columns, standardize
+from ._columns import CANONICAL_COLUMNS, MIN_RATING_ATTR, require_columns, standardize
 from ._grouping import order_key, pair_codes
 from ._messages import show
 
@@ -83,6 +83,8 @@ def positives(df: pd.DataFrame, min_rating: float | None = None) -> pd.DataFrame
     pandas.DataFrame
         A new frame with the kept rows in their original order and a fresh RangeIndex.
         Duplicated (user, item) rows are kept as they are (see :func:`deduplicate`).
+        With a ``min_rating``, its ``attrs`` record it, so that ``fit`` does not warn
+        that the ratings look explicit.
 
     Raises
     ------
@@ -99,7 +101,9 @@ def positives(df: pd.DataFrame, min_rating: float | None = None) -> pd.DataFrame
                        f"min_rating=None to keep every row, or name the rating column "
                        f"with standardize_frame(df, rating_col=...).")
     keep = (df["rating"] >= min_rating).to_numpy(dtype=bool)
-    return df.loc[keep].reset_index(drop=True)
+    out = df.loc[keep].reset_index(drop=True)
+    out.attrs[MIN_RATING_ATTR] = min_rating
+    return out
 
 
 def deduplicate(df: pd.DataFrame, how: str = "last") -> pd.DataFrame:

@@ -20,8 +20,8 @@ import scipy.sparse as sp
 
 from . import __version__
 from . import _hybrid, _persistence, _state, _validation
-from ._base import FactorRecommender
-from ._inputs import as_interaction_matrix, check_positive_int
+from ._base import FactorRecommender, training_frame
+from ._inputs import check_positive_int
 from ._kernels import train as _train
 from ._kernels.aligned import aligned, aligned_full
 from ._loss_specs import loss_spec
@@ -39,10 +39,10 @@ from .weights import resolve_rank_weighting
 __all__ = ["WARPFactorizer", "TUNED_PARAMS"]
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import ArrayLike
 
     from ._typing import (FeatureData, Float32Array, InteractionData, RandomState,
-                          SparseMatrix)
+                          SparseMatrix, UserItems)
 
     #: ``sample_weight`` of ``fit``: none, the values of X, one weight per positive, or a
     #: sparse matrix with X's pattern
@@ -497,7 +497,8 @@ class WARPFactorizer(FactorRecommender):
             user_features: FeatureData | None = None,
             item_features: FeatureData | None = None,
             validation_data: InteractionData | None = None,
-            callback: Callback | None = None) -> WARPFactorizer:
+            callback: Callback | None = None, user_col: str | int | None = None,
+            item_col: str | int | None = None) -> WARPFactorizer:
         """Learn embeddings from positive interactions, starting from scratch.
 
         Parameters
@@ -505,8 +506,11 @@ class WARPFactorizer(FactorRecommender):
         X : scipy.sparse matrix, dense 2-D array, warprec.data.Interactions or DataFrame
             Users x items positives. Every stored non-zero is a positive (duplicates of COO
             input are summed, stored zeros ignored; NaN/inf/negative values raise). A
-            DataFrame needs ``user_id`` and ``item_id`` columns of raw ids; each row is a
-            positive (filter ratings first with ``warprec.data.positives``), and then
+            DataFrame holds raw ids in a user and an item column (``user_col``,
+            ``item_col``); each row is a positive (filter ratings first with
+            ``warprec.data.positives``: a rating column of more than two distinct values
+            that was not filtered so, with no ``sample_weight``, gives a
+            :class:`~warprec.exceptions.WarprecWarning`), and then
             ``recommend``/``predict`` take and return raw ids.
         sample_weight : None, "values", 1-D array or sparse matrix, optional
             Weight multiplying each positive's gradient. ``"values"`` uses X's stored
@@ -532,11 +536,18 @@ class WARPFactorizer(FactorRecommender):
         callback : callable, optional
             Called as ``callback(model, info)`` after every epoch with ``info`` the
             epoch's ``history_`` entry; returning ``False`` stops training early.
+        user_col, item_col : str or int, optional
+            The user and item id columns of a DataFrame X (names or 0-based positions).
+            By default they are found as :func:`warprec.data.read_ratings` finds them:
+            ``user_id``, ``userId``, ``user``, ``uid``; ``item_id``, ``movieId``,
+            ``item``, ``iid`` (any case).
 
         Returns
         -------
         self
         """
+        X = training_frame(X, user_col=user_col, item_col=item_col,
+                           check_ratings=sample_weight is None)
         snapshot = _state.snapshot(self)
         self._reset()
         features = (user_features, item_features)
@@ -587,7 +598,8 @@ class WARPFactorizer(FactorRecommender):
                     user_features: FeatureData | None = None,
                     item_features: FeatureData | None = None,
                     validation_data: InteractionData | None = None,
-                    callback: Callback | None = None) -> WARPFactorizer:
+                    callback: Callback | None = None, user_col: str | int | None = None,
+                    item_col: str | int | None = None) -> WARPFactorizer:
         """Train ``epochs`` more epochs, continuing from the current parameters and
         optimizer state (same as :meth:`fit` on an unfitted model).
 
@@ -604,7 +616,10 @@ class WARPFactorizer(FactorRecommender):
         its fit unless new ones are given (the same columns; rows for any of its users /
         items, new ones included); new users and items get an indicator feature (with
         ``identity_features``) and no other feature until they are described.
+        ``user_col`` and ``item_col`` are those of :meth:`fit`.
         """
+        X = training_frame(X, user_col=user_col, item_col=item_col,
+                           check_ratings=sample_weight is None)
         fresh = not hasattr(self, "user_factors_")
         if fresh:
             return self.fit(X, sample_weight, user_features=user_features,
@@ -619,8 +634,9 @@ class WARPFactorizer(FactorRecommender):
                     features=(user_features, item_features))
         return self
 
-    def fold_in(self, user_items: SparseMatrix | NDArray[Any], *,
-                epochs: int | None = None) -> Float32Array:
+    def fold_in(self, user_items: UserItems, *, epochs: int | None = None,
+                user_col: str | int | None = None, item_col: str | int | None = None,
+                on_unknown: Literal["error", "skip"] = "error") -> Float32Array:
         """Embeddings for users described by their interactions, the item side fixed.
 
         Trains one user row per row of ``user_items`` with the model's loss and settings
@@ -632,12 +648,22 @@ class WARPFactorizer(FactorRecommender):
 
         Parameters
         ----------
-        user_items : scipy.sparse matrix or dense 2-D array, shape (n_rows, n_items_)
-            One row per user over the model's items (its index space); every stored
-            non-zero is a positive.
+        user_items : matrix, list of lists or DataFrame
+            The new users' positives: a scipy.sparse matrix or dense 2-D array of shape
+            (n_rows, n_items_), one row per user over the model's items (its index space;
+            every stored non-zero is a positive); a list with one list of raw item ids
+            per user, e.g. ``[[1, 50, 172], [3]]``; or a DataFrame of (user id, item id)
+            rows, one row of the result per distinct user in the order of first
+            appearance (``pandas.unique`` of the user column). See
+            :meth:`user_item_rows`.
         epochs : int, optional
             Epochs over the rows' positives (default: the epochs the model was trained
             for, ``epochs_done_``).
+        user_col, item_col : str or int, optional
+            The id columns of a DataFrame (by default found as ``fit`` finds them).
+        on_unknown : {"error", "skip"}, default "error"
+            Item ids the model was not fit on: a KeyError naming them, or left out with a
+            :class:`~warprec.exceptions.WarprecWarning`.
 
         Returns
         -------
@@ -661,10 +687,8 @@ class WARPFactorizer(FactorRecommender):
         if not config.loss.fold_in:
             raise ValueError(f"fold_in is not available for loss={self.loss!r}; fit a WARP or "
                              f"BPR model to fold in new users.")
-        matrix = as_interaction_matrix(user_items, "user_items")
-        if matrix.shape[1] != self.n_items_:
-            raise ValueError(f"user_items must have one column per item of the model "
-                             f"({self.n_items_}); got shape {matrix.shape}.")
+        matrix = self.user_item_rows(user_items, user_col=user_col, item_col=item_col,
+                                     on_unknown=on_unknown)
         n_epochs = (max(self.epochs_done_, 1) if epochs is None
                     else check_positive_int(epochs, "epochs"))
         d = self.user_factors_.shape[1]

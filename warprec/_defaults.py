@@ -137,7 +137,9 @@ REDUCTION_FACTOR = 3
 #: Safety factor on the estimated training seconds of the tuner's final refit.
 TUNE_REFIT_MARGIN = 1.2
 #: Standard errors by which the best trial's mean per-user validation gain over the
-#: defaults (paired, on the same users) must exceed zero for ``tune`` to prefer it.
+#: defaults (paired, on the same users) must exceed zero for ``tune`` to prefer it when
+#: one configuration competes; its one-sided level is shared among the configurations
+#: scored (``warprec.tuning.switch_z``).
 TUNE_SWITCH_Z = 2.0
 
 # ------------------------------------------------------------------ distributed training

@@ -28,6 +28,7 @@ import time
 import types
 import warnings
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 from numbers import Real
 
@@ -383,9 +384,11 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
                                early_stopping=False)
             model.set_params(**WARPFactorizer(**best_params, n_threads=n_threads,
                                               random_state=seed).get_params())
-        elif search.defaults_only_fit or (best.index == 0 and not best.done):
-            # the budget ended the defaults' trial before early stopping did: their refit
-            # trains for as long as the budget allows, up to their default epochs
+        elif search.defaults_only_fit or best.index == 0:
+            # the defaults kept: they train as a plain fit of the defaults does (not for
+            # the validated peak of one noisy hold-out, which can come far earlier), or
+            # longer when their validation still rose there; for as long as the budget
+            # allows
             epochs = max(search.default_epochs, best.epochs)
             model = _fit_until(WARPFactorizer(**best.params, epochs=epochs,
                                               early_stopping=False, n_threads=n_threads,
@@ -526,7 +529,9 @@ class _Search:
         data, where the trial's model is kept)."""
         if trial is None or trial.train_seconds_per_epoch is None:
             return 0.0
-        return self.refit_estimate(trial.train_seconds_per_epoch, trial.epochs)
+        # (the defaults refit for at least their plain fit's epochs)
+        epochs = trial.epochs if trial.index else max(trial.epochs, self.default_epochs)
+        return self.refit_estimate(trial.train_seconds_per_epoch, epochs)
 
     def refit_estimate(self, train_seconds_per_epoch, epochs):
         """Seconds of a refit on all of X for ``epochs`` epochs: a call's setup plus the
@@ -844,11 +849,13 @@ class _Search:
         diff = challenger.per_user - defaults.per_user
         gain = float(diff.mean())
         se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.inf
-        switch = gain > TUNE_SWITCH_Z * se
-        self.selection = dict(trial=challenger.index, gain=gain, standard_error=se,
+        z = switch_z(sum(math.isfinite(t.score) for t in self.trials[1:]))
+        switch = gain > z * se
+        self.selection = dict(trial=challenger.index, gain=gain, standard_error=se, z=z,
                               switched=switch)
-        log.info("tune: trial %d over the defaults: %+.5f (standard error %.5f, z %.2f)",
-                 challenger.index, gain, se, gain / se if se > 0 else math.inf)
+        log.info("tune: trial %d over the defaults: %+.5f (standard error %.5f, z %.2f, "
+                 "needed %.2f)", challenger.index, gain, se,
+                 gain / se if se > 0 else math.inf, z)
         return challenger if switch else defaults
 
     def frame(self):
@@ -869,6 +876,15 @@ class _Search:
 
 
 # ---------------------------------------------------------------------- helpers
+def switch_z(n_compared):
+    """The standard errors the best of ``n_compared`` scored configurations must beat the
+    defaults by: ``TUNE_SWITCH_Z``'s one-sided level shared among them (Bonferroni). The
+    best of many is chosen for its high validation score, which is partly chance; one
+    test at ``TUNE_SWITCH_Z`` would let the chance winner of a large search through."""
+    tail = (1.0 - NormalDist().cdf(TUNE_SWITCH_Z)) / max(int(n_compared), 1)
+    return float(NormalDist().inv_cdf(1.0 - tail))
+
+
 def _rungs(max_epochs):
     """Epoch caps of the rungs: FIRST_RUNG_EPOCHS * eta^k below max_epochs, then it."""
     rungs = []

@@ -248,13 +248,21 @@ class WARPFactorizer(FactorRecommender):
         ``"auto"``: True when X has at least ``EARLY_STOPPING_AUTO_USERS`` (20,000) users
         with 2 or more positives, so that the hold-out takes positives from at most half
         of the users, else False (the choice is ``early_stopping_``; in the manner of
-        scikit-learn's ``HistGradientBoostingClassifier``). ``"refit"``: after that
-        validated pass, :meth:`fit` trains the model again from scratch on all of X for
-        ``best_epoch_`` epochs (the same result as ``fit`` with ``epochs=best_epoch_``
-        and ``early_stopping=False``, with the same ``learning_rate_drops_``), so the
-        held-out positives are trained on too, for about twice the time of one fit;
-        ``best_epoch_`` and ``validation_scores_`` are those of the validated pass,
-        ``history_`` that of the refit, and ``callback`` is called in both passes. With
+        scikit-learn's ``HistGradientBoostingClassifier``). ``"refit"``: validate, then
+        train the model again from scratch on all of X for ``best_epoch_`` epochs (the
+        same result as ``fit`` with ``epochs=best_epoch_`` and ``early_stopping=False``,
+        with the same ``learning_rate_drops_``), so the held-out positives are trained on
+        too. The validation runs in up to ``REFIT_MAX_FOLDS`` (3) passes on disjoint
+        hold-outs, as many as it takes for about ``VALIDATION_MAX_USERS`` checked users
+        in all (one on large data), each trained at least for the plain fit's epoch
+        count (``epochs="auto"``'s 50, or ``epochs`` if lower); ``best_epoch_`` is
+        where the passes' mean score peaks if that beats the plain count by more than
+        ``REFIT_Z`` (2) standard errors of the per-user differences (the peak chosen on
+        half of the checked users, the test made on the other half), else the plain
+        count: one small hold-out's best epoch is mostly noise (see
+        :mod:`warprec._selection`). ``validation_scores_`` are the passes' mean scores
+        at the epochs every pass checked, ``history_`` that of the refit, and
+        ``callback`` is called in every pass. With
         ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
         then acts as True. Only :meth:`fit` refits (:meth:`partial_fit` of a fitted
         model raises).

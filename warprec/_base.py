@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from . import _ann
 from ._inputs import (ON_UNKNOWN, IdMap, Options, as_interaction_matrix, check_k,
                       lookup_ids, validate_param)
 from ._kernels.scores import score_bound
@@ -178,7 +179,7 @@ class FactorRecommender:
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: Literal[False] = False, n_threads: int | None = None,
-                      on_unknown: OnUnknown = "error",
+                      on_unknown: OnUnknown = "error", approximate: bool = False,
                       ) -> tuple[NDArray[Any], Float32Array]: ...
 
         @overload
@@ -188,7 +189,8 @@ class FactorRecommender:
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: Literal[True], n_threads: int | None = None,
-                      on_unknown: OnUnknown = "error") -> pd.DataFrame: ...
+                      on_unknown: OnUnknown = "error",
+                      approximate: bool = False) -> pd.DataFrame: ...
 
         @overload
         def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
@@ -197,7 +199,7 @@ class FactorRecommender:
                       recalculate_user: bool = False, user_features: FeatureData | None = None,
                       item_features: FeatureData | None = None, items: ArrayLike | None = None,
                       as_frame: bool = False, n_threads: int | None = None,
-                      on_unknown: OnUnknown = "error",
+                      on_unknown: OnUnknown = "error", approximate: bool = False,
                       ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame: ...
 
     def recommend(self, users: ArrayLike, k: int = 10, exclude_seen: bool = True,
@@ -206,7 +208,7 @@ class FactorRecommender:
                   recalculate_user: bool = False, user_features: FeatureData | None = None,
                   item_features: FeatureData | None = None, items: ArrayLike | None = None,
                   as_frame: bool = False, n_threads: int | None = None,
-                  on_unknown: OnUnknown = "error",
+                  on_unknown: OnUnknown = "error", approximate: bool = False,
                   ) -> tuple[NDArray[Any], Float32Array] | pd.DataFrame:
         """Top-k items for one user or a batch of users.
 
@@ -265,6 +267,17 @@ class FactorRecommender:
             their rows in its ``fallback`` column. It applies only where users are looked
             up: with ``recalculate_user`` or ``user_features`` every user has an
             embedding.
+        approximate : bool, default False
+            Take each user's candidates from an HNSW index over the items (built on
+            first use, or by :meth:`build_index`; saved with the model) instead of
+            scoring every item, then score the candidates exactly: the returned scores
+            are the model's, bias included, but an item of the exact top-k may be
+            missed. Items excluded (seen, ``filter_items``, outside ``items``) are
+            removed from an over-fetched candidate list (``k`` plus their number); users
+            with more than 4096 of them, or with too few eligible candidates left, are
+            scored exactly. Not with ``item_features`` (the index covers the model's
+            items). Needs the optional library usearch (``pip install
+            'warprec[ann]'``). Unknown users follow ``on_unknown`` as above.
 
         Returns
         -------
@@ -283,6 +296,11 @@ class FactorRecommender:
         self._check_fitted()
         k = check_k(k)
         validate_param("on_unknown", on_unknown, [ON_UNKNOWN])
+        validate_param("approximate", approximate, ["boolean"])
+        if approximate and item_features is not None:
+            raise ValueError("approximate=True searches the index over the model's items; "
+                             "with item_features the candidates are other rows: score them "
+                             "exactly (approximate=False).")
         single = _is_single(users)
         n_requested = 1 if single else len(np.asarray(users, dtype=object).reshape(-1))
         if recalculate_user and user_features is not None:
@@ -334,15 +352,17 @@ class FactorRecommender:
             if filter_items is not None:
                 allowed[self._item_index(filter_items)] = False
         threads = self.n_threads if n_threads is None else n_threads
+        if approximate:
+            self._item_index_of("recommend", threads)   # (a missing library fails first)
         unknown = u < 0
         if not unknown.any():
             index, scores = self._top_items(user_factors, u, ui, item_factors, item_biases,
                                             item_labels, exclude_seen, known_users, allowed, k,
-                                            threads)
+                                            threads, approximate)
         else:
             index, scores = self._top_with_unknown(
                 unknown, user_factors, u, ui, item_factors, item_biases, item_labels,
-                exclude_seen, allowed, k, threads, on_unknown, users)
+                exclude_seen, allowed, k, threads, on_unknown, users, approximate)
         out = self._raw_items(index) if item_labels is None else raw_ids(index, item_labels)
         if as_frame:
             fallback = None if on_unknown != "popular" else unknown
@@ -460,9 +480,11 @@ class FactorRecommender:
                    ui: sp.csr_matrix | None, item_factors: Float32Array,
                    item_biases: Float32Array, item_labels: NDArray[Any] | None,
                    exclude_seen: bool, known_users: bool, allowed: NDArray[np.bool_] | None,
-                   k: int, n_threads: int | None) -> tuple[NDArray[np.int32], Float32Array]:
+                   k: int, n_threads: int | None, approximate: bool = False,
+                   ) -> tuple[NDArray[np.int32], Float32Array]:
         """:meth:`recommend`'s top-k of the users ``u`` (rows of ``user_factors``), each
-        known to the model when ``known_users``."""
+        known to the model when ``known_users``; candidates from the item index when
+        ``approximate``."""
         from .scoring import topk_items
 
         if known_users and item_labels is None and (ui is None or not exclude_seen):
@@ -479,8 +501,18 @@ class FactorRecommender:
                     # item_labels is set: the common case above took known users without
                     exclude = self._seen_among(self.train_matrix_[u],
                                                item_labels)  # type: ignore[arg-type]
-        return topk_items(user_factors, item_factors, item_biases, rows, k, exclude=exclude,
-                          allowed_items=allowed, n_threads=n_threads)
+        if not approximate:
+            return topk_items(user_factors, item_factors, item_biases, rows, k,
+                              exclude=exclude, allowed_items=allowed, n_threads=n_threads)
+        queries = np.ascontiguousarray(user_factors[rows], dtype=np.float32)
+        excluded = None if exclude is None else sp.csr_matrix(exclude)[rows]
+
+        def exact(redo: Int64Array) -> tuple[NDArray[np.int32], Float32Array]:
+            return topk_items(queries, item_factors, item_biases, redo, k,
+                              exclude=excluded, allowed_items=allowed, n_threads=n_threads)
+
+        return _ann.top_k(self._item_index_of("recommend", n_threads), queries,
+                          item_factors, item_biases, excluded, allowed, k, n_threads, exact)
 
     def _top_with_unknown(self, unknown: NDArray[np.bool_], user_factors: Float32Array,
                           u: NDArray[np.integer[Any]], ui: sp.csr_matrix | None,
@@ -488,6 +520,7 @@ class FactorRecommender:
                           item_labels: NDArray[Any] | None, exclude_seen: bool,
                           allowed: NDArray[np.bool_] | None, k: int, n_threads: int | None,
                           on_unknown: OnUnknown, users: ArrayLike,
+                          approximate: bool = False,
                           ) -> tuple[NDArray[np.int32], Float32Array]:
         """:meth:`recommend`'s top-k when some requested users are unknown (``u`` is -1
         there): the known users' as usual, the others' by ``on_unknown``."""
@@ -500,7 +533,8 @@ class FactorRecommender:
         if known.any():
             index[known], scores[known] = self._top_items(
                 user_factors, u[known], None if ui is None else ui[known], item_factors,
-                item_biases, item_labels, exclude_seen, True, allowed, k, n_threads)
+                item_biases, item_labels, exclude_seen, True, allowed, k, n_threads,
+                approximate)
         n_unknown = int(unknown.sum())
         shown = ", ".join(repr(v) for v in np.atleast_1d(
             np.asarray(users, dtype=object))[unknown][:5].tolist())
@@ -620,14 +654,119 @@ class FactorRecommender:
                          f"{kind}s from their features.")
 
     def similar_items(self, items: ArrayLike, k: int = 10, *, n_threads: int | None = None,
-                      ) -> tuple[NDArray[Any], Float32Array]:
+                      approximate: bool = False) -> tuple[NDArray[Any], Float32Array]:
         """Items most similar to the given ones by cosine similarity of item factors.
 
         The query item itself is left out. Returns ``(items, similarities)`` shaped like
         :meth:`recommend`'s output (1-D for a single query item). Items with an all-zero
-        factor vector have similarity 0 with everything.
+        factor vector have similarity 0 with everything. With ``approximate=True`` the
+        candidates come from an HNSW index of the item factors by cosine (built on first
+        use or by ``build_index("similar_items")``, saved with the model; needs
+        ``pip install 'warprec[ann]'``) and are scored exactly, as in :meth:`recommend`.
         """
-        return self._most_similar("item", items, k, n_threads)
+        return self._most_similar("item", items, k, n_threads, approximate)
+
+    def build_index(self, kind: Literal["recommend", "similar_items"] = "recommend", *,
+                    connectivity: int = 16, expansion_add: int = 128,
+                    expansion_search: int = 64, n_threads: int | None = None,
+                    ) -> FactorRecommender:
+        """Build the item index that ``approximate=True`` searches, now.
+
+        ``recommend(..., approximate=True)`` and ``similar_items(..., approximate=True)``
+        build their index on first use with the default settings; call this to pay the
+        build time up front (before serving, or before :meth:`save`, which stores the
+        indexes built) or to choose the settings. The index follows the model: ``fit``
+        and ``partial_fit`` make it stale, and it is built again on next use. Needs the
+        optional library usearch (``pip install 'warprec[ann]'``).
+
+        Parameters
+        ----------
+        kind : {"recommend", "similar_items"}, default "recommend"
+            ``"recommend"``: maximum inner product over ``[V_i, b_i]`` (queried with
+            ``[U_u, 1]``, so the bias counts exactly); ``"similar_items"``: cosine
+            similarity of the item factors.
+        connectivity, expansion_add, expansion_search : int, default 16, 128, 64
+            The HNSW graph's links per node, search depth while adding, and search depth
+            while querying (Malkov and Yashunin's ``M``, ``efConstruction``, ``ef``).
+            Larger values find more of the exact top-k, more slowly. The search depth is
+            raised to the number of candidates a query asks for.
+        n_threads : int, optional
+            Threads for the build (default: the model's ``n_threads``, else every core).
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        validate_param("kind", kind, [Options(_ann.KINDS)])
+        params = _ann.IndexParams(connectivity, expansion_add, expansion_search)
+        threads = self.n_threads if n_threads is None else n_threads
+        if kind == "recommend":
+            V, b = self.item_factors_, self.item_biases_
+        else:
+            V, b = self._unit_item_factors(), np.zeros(self.n_items_, np.float32)
+        index = _ann.ItemIndex.build(kind, V, b, params, threads)
+        self._ann_cache()[kind] = index
+        return self
+
+    def _factor_state(self) -> tuple[object, ...]:
+        """What an item index depends on, compared by identity: the item arrays, the
+        training matrix (every ``fit`` and ``partial_fit`` installs a new one) and the
+        epoch count."""
+        return (self.item_factors_, self.item_biases_, self.train_matrix_,
+                getattr(self, "epochs_done_", None))
+
+    def _ann_cache(self) -> dict[str, Any]:
+        """The item indexes built or loaded for the current factors, by kind (an index
+        still serialised, as loaded from a file, is a dict of its arrays)."""
+        state = self._factor_state()
+        cached = self.__dict__.get("_ann_indexes")
+        if cached is None or len(cached[0]) != len(state) or not all(
+                a is b or (isinstance(a, int) and a == b) for a, b in zip(cached[0], state)):
+            cached = (state, {})
+            self.__dict__["_ann_indexes"] = cached
+        return cached[1]
+
+    def _item_index_of(self, kind: Literal["recommend", "similar_items"],
+                       n_threads: int | None) -> _ann.ItemIndex:
+        """The current index of ``kind``: loaded, restored from a model file's bytes, or
+        built with the default settings."""
+        cache = self._ann_cache()
+        index = cache.get(kind)
+        if isinstance(index, dict):   # as read from a model file: restore it on first use
+            _ann.load_library()
+            index = cache[kind] = _ann.ItemIndex.from_arrays(
+                f"ann_{kind}", index, self.n_items_, self.item_factors_.shape[1])
+        if index is None:
+            self.build_index(kind, n_threads=n_threads)
+            index = cache[kind]
+        return index
+
+    def index_arrays(self) -> dict[str, np.ndarray]:
+        """Internal API (for ``save``): the arrays of the item indexes built for the
+        current factors (none when no index is), as the model file stores them."""
+        self._check_fitted()
+        arrays: dict[str, np.ndarray] = {}
+        for kind, index in self._ann_cache().items():
+            prefix = f"ann_{kind}"
+            arrays.update(index if isinstance(index, dict) else index.to_arrays(prefix))
+        return arrays
+
+    def restore_indexes(self, data: dict[str, np.ndarray]) -> None:
+        """Internal API (for ``load``): keep the item indexes stored in a model file's
+        arrays ``data`` for the loaded factors; each is read on first use (so loading
+        does not need the optional library)."""
+        cache = self._ann_cache()
+        for kind in _ann.KINDS:
+            prefix = f"ann_{kind}"
+            if f"{prefix}_bytes" in data and f"{prefix}_meta" in data:
+                cache[kind] = {f"{prefix}_bytes": data[f"{prefix}_bytes"],
+                               f"{prefix}_meta": data[f"{prefix}_meta"]}
+
+    def _unit_item_factors(self) -> Float32Array:
+        factors = self.item_factors_
+        norms = np.linalg.norm(factors, axis=1)
+        return (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
 
     def similar_users(self, users: ArrayLike, k: int = 10, *, n_threads: int | None = None,
                       ) -> tuple[NDArray[Any], Float32Array]:
@@ -641,7 +780,8 @@ class FactorRecommender:
         return self._most_similar("user", users, k, n_threads)
 
     def _most_similar(self, kind: Literal["user", "item"], ids: ArrayLike, k: int,
-                      n_threads: int | None) -> tuple[NDArray[Any], Float32Array]:
+                      n_threads: int | None, approximate: bool = False,
+                      ) -> tuple[NDArray[Any], Float32Array]:
         """:meth:`similar_items` (``kind="item"``) or :meth:`similar_users` (``"user"``):
         the top-k rows of that side's factors by cosine similarity to the rows of ``ids``,
         each query row itself excluded."""
@@ -649,19 +789,33 @@ class FactorRecommender:
 
         self._check_fitted()
         k = check_k(k)
+        validate_param("approximate", approximate, ["boolean"])
         single = _is_single(ids)
         if kind == "item":
             factors, query, raw = self.item_factors_, self._item_index(ids), self.item_ids_
         else:
             factors, query, raw = self.user_factors_, self._user_index(ids), self.user_ids_
-        norms = np.linalg.norm(factors, axis=1)
-        unit = (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+        if kind == "item":
+            unit = self._unit_item_factors()
+        else:
+            norms = np.linalg.norm(factors, axis=1)
+            unit = (factors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
         n = factors.shape[0]
         self_mask = sp.csr_matrix((np.ones(query.size, np.float32),
                                    (np.arange(query.size), query)), shape=(query.size, n))
-        index, scores = topk_items(unit[query], unit, np.zeros(n, np.float32),
-                                   np.arange(query.size), k, exclude=self_mask,
-                                   n_threads=self.n_threads if n_threads is None else n_threads)
+        threads = self.n_threads if n_threads is None else n_threads
+        zeros, queries = np.zeros(n, np.float32), unit[query]
+
+        def exact(rows: Int64Array) -> tuple[NDArray[np.int32], Float32Array]:
+            return topk_items(queries, unit, zeros, rows, k, exclude=self_mask,
+                              n_threads=threads)
+
+        if approximate:
+            index, scores = _ann.top_k(self._item_index_of("similar_items", threads),
+                                       queries, unit, zeros, self_mask, None, k, threads,
+                                       exact)
+        else:
+            index, scores = exact(np.arange(query.size))
         out = raw_ids(index, raw)
         if single:
             return out[0], scores[0]

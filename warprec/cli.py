@@ -198,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "for `warprec fit --item-features`: rank the items "
                                            "it lists, items unseen at fit included (a model "
                                            "fit with --item-features)")
+    p.add_argument("--approximate", action="store_true",
+                   help="candidates from an approximate nearest-neighbour index of the items "
+                        "(saved in the model file, else built now), scored exactly: for "
+                        "large catalogues; needs pip install 'warprec[ann]'")
     p.add_argument("--format", choices=("text", "csv", "json", "parquet"),
                    help="output format (default: from --output's extension, else text); csv, "
                         "json and parquet give rows user_id, item_id, score, rank[, title]")
@@ -609,9 +613,19 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
             raise CLIError("Parquet output goes to a file: pass -o FILE.parquet.")
         _check_output(args.output)
         _need_parquet()
+    if args.approximate:
+        from . import _ann
+
+        try:
+            _ann.load_library()
+        except ImportError as exc:
+            raise CLIError(str(exc)) from None
     if _on_dask(args):
         if item_features is not None:
             raise CLIError("--item-features is not available on Dask: drop it, or "
+                           "recommend on one machine.")
+        if args.approximate:
+            raise CLIError("--approximate is not available on Dask: drop it, or "
                            "recommend on one machine.")
         with _dask_client(args) as client:
             import dask.dataframe as dd
@@ -627,7 +641,7 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     else:
         frame = model.recommend(users, k=args.k, exclude_seen=not args.include_seen,
                                 as_frame=True, on_unknown=args.on_unknown,
-                                item_features=item_features)
+                                item_features=item_features, approximate=args.approximate)
     if titles is not None:
         frame["title"] = [titles.get(item, "") for item in frame["item_id"]]
     with contextlib.ExitStack() as stack:

@@ -923,8 +923,9 @@ class WARPFactorizer(FactorRecommender):
 
         The file holds every fitted attribute (factors, biases, optimizer state, id maps,
         training matrix, history) and the hyperparameters, so ``load`` followed by
-        ``partial_fit`` resumes exactly. The data goes to a temporary file in the same
-        folder that replaces ``path`` only once complete.
+        ``partial_fit`` resumes exactly, and the item indexes built for the current
+        factors (:meth:`build_index`), in their library's own format. The data goes to a
+        temporary file in the same folder that replaces ``path`` only once complete.
         """
         self._check_fitted()
         if not self._parameters_usable():
@@ -964,6 +965,7 @@ class WARPFactorizer(FactorRecommender):
         for kind, ids in (("user", self.user_ids_), ("item", self.item_ids_)):
             if ids is not None:
                 arrays[f"{kind}_ids"], arrays[f"{kind}_ids_kind"] = _persistence.encode_ids(ids)
+        arrays.update(self.index_arrays())
         return _persistence.write(path, arrays)
 
     @classmethod
@@ -1032,6 +1034,7 @@ class WARPFactorizer(FactorRecommender):
             # (files written before interrupted_ existed: complete fits)
             model.interrupted_ = bool(data["interrupted"]) if "interrupted" in data else False
             _persistence.check_loaded(model)
+            model.restore_indexes(data)   # (read on first use: no optional library needed)
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"{path!r} is a damaged warprec model file: {exc}") from exc
         if not model._parameters_usable():

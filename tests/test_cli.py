@@ -438,6 +438,16 @@ def test_recommend_unknown_users_error_skip_or_popular(files):
     assert proc.returncode == 0 and "most popular items)" in proc.stdout, proc.stderr
 
 
+def test_recommend_a_non_numeric_id_of_a_numeric_model_is_an_unknown_user(files, capsys):
+    from warprec.cli import main
+
+    assert main(["recommend", str(files["model"]), "1", "stranger", "-k", "2"]) == 2
+    assert "'stranger' is not a number" in capsys.readouterr().err
+    assert main(["recommend", str(files["model"]), "1", "stranger", "-k", "2",
+                 "--on-unknown", "popular"]) == 0
+    assert "stranger" in capsys.readouterr().out
+
+
 def test_users_file_with_movielens_header(files):
     """A users file headed userId (MovieLens's header), alone or in a CSV, reads as
     fit reads ratings."""

@@ -134,3 +134,14 @@ def test_fold_in_type_errors_say_what_is_accepted(fitted):
     with pytest.raises(TypeError, match="user_items must be a scipy.sparse matrix or a dense "
                                         r"2-D numpy array; got set"):
         fitted.recommend(["n"], user_items={1}, recalculate_user=True)
+
+
+def test_per_user_evaluation_is_indexed_by_raw_user_ids(fitted):
+    from warprec import evaluate
+
+    model = fitted
+    test = pd.DataFrame({"user_id": model.user_ids_[[4, 1, 4]],
+                         "item_id": model.item_ids_[[0, 2, 5]]})
+    per_user = evaluate(model, test, k=5, metrics=["recall"], per_user=True)
+    assert per_user.index.name == "user"
+    assert sorted(per_user.index) == sorted(model.user_ids_[[1, 4]])

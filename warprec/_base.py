@@ -942,11 +942,12 @@ class FactorRecommender:
         inputs = dict(user_factors=self.user_factors_, item_factors=self.item_factors_,
                       item_biases=self.item_biases_, test=test_m, train=train_m,
                       n_relevant=n_relevant)
+        if getattr(self, "user_ids_", None) is not None:   # (per-user rows by raw id)
+            inputs["user_ids"] = self.user_ids_
         if unknown.test is not None:
             inputs["fallback"] = dict(test=unknown.test, n_relevant=unknown.n_relevant,
                                       users=unknown.users,
                                       popularity=self.item_popularity_.astype(np.float32))
-            inputs["user_ids"] = self.user_ids_
         return inputs
 
 

@@ -598,7 +598,8 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     if args.titles:
         from .data import read_item_titles
         titles = read_item_titles(args.titles)
-    users = [_parse_id(u, model.user_ids_) for u in args.users + _read_user_ids(args.users_file)]
+    users = [_parse_id(u, model.user_ids_, args.on_unknown)
+             for u in args.users + _read_user_ids(args.users_file)]
     if not users:
         raise CLIError("no users given: list user ids after the model file, or pass "
                        "--users-file.")
@@ -745,8 +746,10 @@ def _user_column(frame, path):
     return column
 
 
-def _parse_id(text, known):
-    """Command-line ids are strings; match the model's id type."""
+def _parse_id(text, known, on_unknown="error"):
+    """Command-line ids are strings; match the model's id type. An id that cannot be one
+    of the model's (not a number where they are numbers) is an unknown user: kept as
+    text unless ``on_unknown`` is "error"."""
     if known is None:  # a model fit on a matrix: users are row indices
         try:
             return int(text)
@@ -757,7 +760,10 @@ def _parse_id(text, known):
         try:
             return type(known[0].item() if hasattr(known[0], "item") else known[0])(text)
         except ValueError:
-            raise CLIError(f"user id {text!r} is not a number, but the model's ids are.")
+            if on_unknown != "error":
+                return text   # (an unknown user, skipped or served popular items)
+            raise CLIError(f"user id {text!r} is not a number, but the model's ids are "
+                           f"(--on-unknown skip or popular serves such users).") from None
     return text
 
 

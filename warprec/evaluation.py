@@ -369,6 +369,8 @@ def evaluate(model: FactorRecommender, test: InteractionData,
         ``"ndcg_graded"``).
     n_threads : int, optional
     per_user : bool, default False
+        Return a DataFrame with one row per evaluated user instead of the means, indexed
+        by the model's raw user ids when it was fit on raw ids (else by user index).
     on_unknown : {"skip", "error", "popular"}, default "skip"
         What to do with test rows of users the model was not fit on (raw-id test data).
         ``"skip"``: leave them out, with a :class:`~warprec.exceptions.WarprecWarning`

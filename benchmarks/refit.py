@@ -93,6 +93,10 @@ def report(out, before=None, metric="ndcg@10"):
         if earlier:
             row += _refit_cells(earlier, name, base)
         lines.append("| " + " | ".join(row) + " |")
+    missing = [name for name in _family.NAMES
+               if not (runs.get((name, "defaults")) or earlier.get((name, "defaults")))]
+    if missing:
+        lines += ["", "No runs of " + ", ".join(missing) + " in these files."]
     text = "\n".join(lines) + "\n"
     path = RESULTS / "refit.md"
     path.write_text(text)

@@ -33,12 +33,13 @@ from ._defaults import MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
+from ._kernels.aligned import aligned_full
 from ._kernels.scores import score_bound
 from ._loss_specs import LossSpec
 from ._plan import TrainingConfig
 from ._threads import run_in_threads
 from .exceptions import DivergenceError
-from .weights import RankWeighting
+from .weights import RankWeighting, resolve_rank_weighting
 
 __all__ = ["COMPILE_MESSAGE", "CompileWatch", "KernelInputs", "Target", "Trainer",
            "compile_configuration", "compile_kernel", "kernel_inputs", "kernel_mode",
@@ -197,9 +198,6 @@ def compile_configuration(config: TrainingConfig, d: int, *, prefetch: bool = Fa
     """Compile (or load) the epoch kernel a fit of ``config`` with ``d`` components
     (``prefetch``: see :func:`kernel_mode`) will run, on tiny inputs built as a fit's
     are: the tuner compiles its search's variants this way before its clock starts."""
-    from ._kernels.aligned import aligned_full
-    from .weights import resolve_rank_weighting
-
     n_users, n_items = 2, 3
     matrix = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.float32))
     settings = kernel_settings(

@@ -495,8 +495,8 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(record, indent=2, default=_json_value, allow_nan=False) + "\n")
         return 0
     # (compilation precedes the budget's clock: said when it took a noticeable time)
-    compiled = (f", after {result.compile_seconds:.1f} s compiling kernels (once)"
-                if result.compile_seconds >= 1 else "")
+    compiled = (f", plus {result.compile_seconds:.1f} s to compile or load the kernels "
+                f"first" if result.compile_seconds >= 1 else "")
     out.write(f"{len(trials)} trial evaluations of {trials['trial'].nunique()} configurations "
               f"in {result.elapsed_seconds:.1f} s (budget {result.time_budget:g} s"
               f"{compiled}); "

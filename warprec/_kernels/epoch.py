@@ -5,9 +5,8 @@ kernel (:func:`run_slice`, compiled serially with ``nogil``), run at the same ti
 Python threads by the caller (``train.train_epoch``); each slice claims contiguous
 chunks of that order from a shared counter (a thread that runs ahead takes more chunks,
 :func:`next_position`) and updates the shared parameters without locks (Hogwild).
-(Not a ``prange`` over the slices: Numba's parallel passes run over the whole inlined
-slice, which took two thirds of the first fit of the cosine losses, see
-``compile_epoch``.) Each
+(Not a ``prange`` over the slices: Numba's parallel passes would run over the whole
+inlined slice, see ``compile_epoch``.) Each
 sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample. A slice that
 meets a non-finite update raises ``Work.stop``, which makes the others return early;
@@ -274,8 +273,9 @@ def compile_epoch(plugin, mode):
     One serial kernel serves one-thread and parallel epochs alike: the caller runs a
     slice per thread (``train.train_epoch``). Compiled with ``parallel=True`` and a
     ``prange`` over the slices, Numba's parfor passes (copy propagation, dead-code
-    removal and the outlining of the loop body) ran over the whole inlined slice: the
-    cosine losses' first fit took 24 s of CPU instead of 8 s."""
+    removal and the outlining of the loop body) ran over the whole inlined slice, most
+    of the first fit's compilation with the cosine losses (docs/design.md,
+    benchmarks/results/compile_time.md)."""
     loss, exact_rank, adagrad = int(mode.loss), bool(mode.exact_rank), bool(mode.adagrad)
     clip, prefetching, freeze_items = bool(mode.clip), bool(mode.prefetch), bool(
         mode.freeze_items)

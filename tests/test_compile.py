@@ -44,6 +44,16 @@ def test_the_message_shows_on_a_compilation_only(caplog):
     assert not watch.compiled and watch.seconds == 0
     assert bar.descriptions == [] and COMPILE_MESSAGE not in caplog.messages
 
+    @njit
+    def add_two(x):
+        return x + 2
+
+    # a watch inside another (the tuner's compile step around a fit's) logs nothing
+    with CompileWatch() as outer, CompileWatch() as inner:
+        assert add_two(1) == 3
+    assert outer.compiled and inner.compiled
+    assert caplog.messages.count(COMPILE_MESSAGE) == 1
+
 
 def test_a_configuration_compiles_the_kernel_its_fit_runs():
     """``compile_configuration`` builds its tiny inputs as a fit does: the fit (on two

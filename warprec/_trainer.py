@@ -19,6 +19,7 @@ to refresh derived arrays after an update (the hybrid model's sums of feature ro
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,10 +143,14 @@ def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
     return KernelInputs(mode, positives, settings, work)
 
 
+_WATCHES = threading.local()   # .active: the CompileWatch objects open in this thread
+
+
 class CompileWatch(numba_event.Listener):
     """Watches Numba's compilations (``numba.core.event``'s ``"numba:compile"`` events,
     which fire on a cache miss only) while installed (``with watch:``): at the start of
-    the first one it logs :data:`COMPILE_MESSAGE` at INFO and shows it as the
+    the first one it logs :data:`COMPILE_MESSAGE` at INFO (unless it runs inside another
+    watch of the same thread, which has logged it) and shows it as the
     ``progress`` bar's description (``desc + ": " + COMPILE_MESSAGE``); when the
     compilations in progress have ended the description is ``desc`` again.
     ``seconds`` sums the wall time of the outermost compilations."""
@@ -157,10 +162,11 @@ class CompileWatch(numba_event.Listener):
         self._depth = 0
         self._tic = 0.0
         self._installed: Any = None
+        self._outermost = True
 
     def on_start(self, event: Any) -> None:
         if self._depth == 0:
-            if not self.compiled:
+            if not self.compiled and self._outermost:
                 log.info("%s", COMPILE_MESSAGE)
             self.compiled = True
             self._tic = time.perf_counter()
@@ -176,6 +182,9 @@ class CompileWatch(numba_event.Listener):
                 self.progress.set_description(self.desc)
 
     def __enter__(self) -> CompileWatch:
+        # (a watch inside another in this thread, e.g. the tuner's tiny fit, logs nothing)
+        self._outermost = not getattr(_WATCHES, "active", 0)
+        _WATCHES.active = getattr(_WATCHES, "active", 0) + 1
         self._installed = numba_event.install_listener("numba:compile", self)
         self._installed.__enter__()
         return self
@@ -183,6 +192,7 @@ class CompileWatch(numba_event.Listener):
     def __exit__(self, *exc: Any) -> None:
         self._installed.__exit__(*exc)
         self._installed = None
+        _WATCHES.active -= 1
 
 
 def compile_kernel(inputs: KernelInputs, params: Any) -> None:
@@ -374,7 +384,7 @@ class Trainer:
         with CompileWatch(progress, PROGRESS_DESC) as watch:
             self._compile()
             if watch.compiled:
-                log.info("compiled the %s training kernels in %.1f s",
+                log.debug("compiled the %s training kernels in %.1f s",
                          self.config.loss.name, watch.seconds)
                 progress.reset()   # (the bar's rate counts from here)
             self._epochs(callback, progress)

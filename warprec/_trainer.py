@@ -96,11 +96,12 @@ def kernel_settings(config: TrainingConfig, *, learning_rate: float, alpha: floa
         seed=seed)
 
 
-def outgrows_cache(n_users: int, n_items: int, d: int) -> bool:
+def outgrows_cache(n_users: int, n_items: int, d: int,
+                   limit: int = PREFETCH_ABOVE_BYTES) -> bool:
     """Whether float32 factors of ``d`` components for ``n_users`` users and ``n_items``
-    items, with their Adagrad state, exceed ``PREFETCH_ABOVE_BYTES`` (then the kernel
-    prefetches rows, see :func:`kernel_mode`)."""
-    return 2 * 4 * d * (n_users + n_items) > PREFETCH_ABOVE_BYTES
+    items, with their Adagrad state, exceed ``limit`` bytes (then the kernel prefetches
+    rows, see :func:`kernel_mode`)."""
+    return 2 * 4 * d * (n_users + n_items) > limit
 
 
 def kernel_mode(config: TrainingConfig, *, prefetch: bool = False, features: bool = False,

@@ -31,7 +31,7 @@ from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_ne
                     training_input)
 from ._trainer import (Target, Trainer, fold_in_epochs, grades, kernel_inputs, kernel_settings,
                        negative_cdf, outgrows_cache, progress_bar, sample_weights, unit_rows)
-from ._defaults import FOLD_IN_PARALLEL_FROM, TUNED_PARAMS
+from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
 from .exceptions import DivergenceError
 from .weights import resolve_rank_weighting
 
@@ -844,7 +844,7 @@ class WARPFactorizer(FactorRecommender):
     def _outgrows_cache(self):
         """Whether the factors and their Adagrad state exceed ``PREFETCH_ABOVE_BYTES``."""
         (n_users, d), (n_items, _) = self.user_factors_.shape, self.item_factors_.shape
-        return outgrows_cache(n_users, n_items, d)
+        return outgrows_cache(n_users, n_items, d, PREFETCH_ABOVE_BYTES)
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,

@@ -59,17 +59,15 @@ def _symbols(dispatchers):
     return sorted(symbols), objects
 
 
-def _is_loop(name, parallel):
-    """Whether a symbol is the epoch kernel's loop. With several threads Numba outlines
-    the ``prange`` body into a function named ``...numba_parfor_gufunc...`` (called,
-    through a ``__gufunc__`` wrapper, once per slice); with one thread the loop is the
-    kernel function itself (``...epoch_variant...``). The other symbols are wrappers."""
-    if name.startswith(("cfunc", "_ZN7cpython", "__gufunc__")):
+def _is_loop(name):
+    """Whether a symbol is the epoch kernel's loop: the slice kernel itself
+    (``...slice_variant...``, run once per thread). The other symbols are wrappers."""
+    if name.startswith(("cfunc", "_ZN7cpython")):
         return False
-    return "parfor_gufunc" in name if parallel else "epoch_variant" in name
+    return "slice_variant" in name
 
 
-def _disassemble(obj, parallel):
+def _disassemble(obj):
     """{offset from the function's start: instruction} of the epoch kernel's loop (see
     :func:`_is_loop`) in an object file's bytes."""
     with tempfile.NamedTemporaryFile(suffix=".o") as fh:
@@ -83,7 +81,7 @@ def _disassemble(obj, parallel):
         if header:
             if inside:
                 break
-            inside = _is_loop(header.group(2), parallel)
+            inside = _is_loop(header.group(2))
             base = int(header.group(1), 16)
             continue
         m = re.match(r"\s*([0-9a-f]+):\s+(.*)", line)
@@ -117,10 +115,8 @@ def main(argv=None):
     model = WARPFactorizer(epochs=args.warm_epochs, n_threads=args.threads,
                            random_state=0).fit(ds.train)
     # the defaults' mode (ML-100K's parameters fit in cache: no prefetching)
-    parallel = args.threads > 1
     kernel = train.epoch_kernel(train.Mode(train.LOSS_WARP, exact_rank=False, adagrad=True,
-                                           clip=False, prefetch=model._outgrows_cache(),
-                                           parallel=parallel))
+                                           clip=False, prefetch=model._outgrows_cache()))
     symbols, objects = _symbols([kernel])
     if kernel.__name__ not in objects:
         print("no object code for the epoch kernel (was it loaded from a cache?)")
@@ -131,7 +127,7 @@ def main(argv=None):
         for k, (address, name) in enumerate(symbols):
             end = symbols[k + 1][0] if k + 1 < len(symbols) else address + (1 << 16)
             fh.write(f"{address:x} {max(end - address, 1):x} {name[-80:]}\n")
-    start = next(a for a, n in symbols if _is_loop(n, parallel))
+    start = next(a for a, n in symbols if _is_loop(n))
     model.set_params(epochs=1)
     done = threading.Event()
 
@@ -151,7 +147,7 @@ def main(argv=None):
         ips = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip"],
                              capture_output=True, text=True, check=True).stdout.split()
     perf_map.unlink()
-    code = _disassemble(objects[kernel.__name__], parallel)
+    code = _disassemble(objects[kernel.__name__])
     size = max(code) + 16
     hits = collections.Counter(int(ip, 16) - start for ip in ips
                                if 0 <= int(ip, 16) - start < size)

@@ -4,6 +4,7 @@ and keyword settings, for the tests that drive the kernel directly."""
 import numpy as np
 
 from warprec._kernels import negatives, train
+from warprec._threads import run_in_threads
 
 
 def filter_of(X, words=None):
@@ -21,15 +22,14 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
               temperature=0.2, slices=None):
     """Run one epoch on ``params`` (U, V, b, GU, GV, Gb; updated in place) over the
     positives of the CSR matrix ``X`` in ``order``; returns ``(ok, work)``, the stats in
-    ``work.stats``. The kernel is the parallel variant if ``n_threads > 1``; it runs
-    ``slices`` slices (``n_threads`` unless given)."""
+    ``work.stats``. It runs ``slices`` slices (``n_threads`` unless given) at the same
+    time."""
     if users is None:
         users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     if sample_weight is None:
         sample_weight = np.ones(X.nnz, np.float32)
     mode = train.Mode(loss=loss, exact_rank=exact_rank, adagrad=adagrad, clip=max_norm > 0,
-                      prefetch=prefetch, freeze_items=freeze_items, parallel=n_threads > 1,
-                      violators=max_violators > 1)
+                      prefetch=prefetch, freeze_items=freeze_items, violators=max_violators > 1)
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users, sample_weight,
                                 np.zeros(0, np.int64),
                                 np.zeros(0) if neg_cdf is None else neg_cdf,
@@ -44,5 +44,5 @@ def run_epoch(params, X, order, table, *, loss=train.LOSS_WARP, exact_rank=False
         work = train.make_work(mode, n_threads if slices is None else slices,
                                params[0].shape[1], X.shape[1], entries, kos_n)
     ok = train.train_epoch(mode, train.Parameters(*params), positives, settings, work,
-                           np.asarray(order, np.int64), epoch)
+                           np.asarray(order, np.int64), epoch, run_in_threads)
     return ok, work

@@ -36,7 +36,8 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
     mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=False,
                       features=True)
     work = train.make_work(mode, 1, EU.shape[1], X.shape[1], max_sampled, 1)
-    return train.train_epoch(mode, fparams, positives, settings, work, order, epoch)
+    return train.train_epoch(mode, fparams, positives, settings, work, order, epoch,
+                             train.run_serially)
 
 
 # (WARP with Adagrad is the variant the estimator's tests compile anyway; BPR with plain SGD

@@ -3,7 +3,9 @@
 warprec's kernels use a few Numba internals: the ``_nrt`` compile option
 (``warprec/_kernels/_flags.py``), ``numba.np.arrayobj`` to build borrowed array views
 (``_kernels/borrow.py``), ``numba.core.cgutils`` and the target context's code-generation
-methods in the intrinsics (``_kernels/atomic.py``, ``_kernels/prefetch.py``). None of these
+methods in the intrinsics (``_kernels/atomic.py``, ``_kernels/prefetch.py``), and the
+compile events of ``numba.core.event`` (``_trainer.CompileWatch``; documented in Numba's
+developer manual). None of these
 is covered by Numba's deprecation policy, which is why pyproject.toml caps numba. When a new
 Numba release is tried, these tests name what disappeared before the kernels fail to
 compile somewhere less obvious.
@@ -28,6 +30,10 @@ PUBLIC_MODULES = {"numba", "numba.extending", "numba.types", "numba.typed"}
 
 #: module -> {name: parameters warprec passes by name or position, in order}
 PRIVATE_IMPORTS = {
+    "numba.core.event": {
+        "install_listener": ("kind", "listener"),
+        "Listener": (),
+    },
     "numba.np.arrayobj": {
         "make_array": ("array_type",),
         "populate_array": ("array", "data", "shape", "strides", "itemsize", "meminfo"),

@@ -6,7 +6,9 @@ into the training kernel's typed tuples (``warprec._kernels.train``); ``fit``,
 nowhere else. :class:`Trainer` runs the epochs of a fit: the epoch order, the kernel call
 on the model's threads, the divergence check, the history, validation checks, early
 stopping with its best-epoch restore, learning-rate drops on a plateau, the callback and the
-progress bar.
+progress bar. :func:`compile_kernel` compiles a fit's epoch kernel before its first epoch
+(and the tuner's before its clock starts); :class:`CompileWatch` tells the user when
+Numba compiles (a cache miss: the first use of a kernel variant on a machine).
 
 The trainer works on the estimator's public fitted attributes (``epochs_done_``,
 ``history_``, ``validation_scores_``, ``learning_rate_drops_``, ``best_epoch_``, the factor
@@ -17,6 +19,7 @@ to refresh derived arrays after an update (the hybrid model's sums of feature ro
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,25 +27,34 @@ from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
+from numba.core import event as numba_event
 
 from . import _validation
-from ._defaults import MAX_LEARNING_RATE_DROPS
+from ._defaults import MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
+from ._kernels.aligned import aligned_full
 from ._kernels.scores import score_bound
 from ._loss_specs import LossSpec
 from ._plan import TrainingConfig
-from ._threads import kernel_threads
+from ._threads import run_in_threads
 from .exceptions import DivergenceError
-from .weights import RankWeighting
+from .weights import RankWeighting, resolve_rank_weighting
 
-__all__ = ["KernelInputs", "Target", "Trainer", "kernel_inputs", "kernel_settings",
+__all__ = ["COMPILE_MESSAGE", "CompileWatch", "KernelInputs", "Target", "Trainer",
+           "compile_configuration", "compile_kernel", "kernel_inputs", "kernel_mode",
+           "kernel_settings", "outgrows_cache",
            "sample_weights", "grades", "negative_cdf",
            "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "record_epoch"]
 
 log = logging.getLogger(__name__)
 _F32_MAX = float(np.finfo(np.float32).max)
+
+#: What a progress bar and the log say while Numba compiles a kernel.
+COMPILE_MESSAGE = "compiling kernels (once)"
+#: The description of fit's progress bar.
+PROGRESS_DESC = "warprec fit"
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,28 @@ def kernel_settings(config: TrainingConfig, *, learning_rate: float, alpha: floa
         seed=seed)
 
 
+def outgrows_cache(n_users: int, n_items: int, d: int,
+                   limit: int = PREFETCH_ABOVE_BYTES) -> bool:
+    """Whether float32 factors of ``d`` components for ``n_users`` users and ``n_items``
+    items, with their Adagrad state, exceed ``limit`` bytes (then the kernel prefetches
+    rows, see :func:`kernel_mode`)."""
+    return 2 * 4 * d * (n_users + n_items) > limit
+
+
+def kernel_mode(config: TrainingConfig, *, prefetch: bool = False, features: bool = False,
+                freeze_items: bool = False) -> _train.Mode:
+    """The kernel variant of a fit (``train.Mode``; ``train.epoch_kernel`` compiles it):
+    the configuration's loss, rank estimate, schedule, max-norm and violators, and
+    ``prefetch`` (the parameters outgrow the caches; for the losses that have it, not
+    with ``features``), ``features`` (the hybrid kernel) and ``freeze_items`` (fold-in)."""
+    spec = config.loss
+    return _train.Mode(loss=spec.code, exact_rank=config.exact_rank, adagrad=config.adagrad,
+                       clip=bool(config.max_norm),
+                       prefetch=prefetch and spec.prefetch and not features,
+                       freeze_items=freeze_items, features=features,
+                       violators=config.violators)
+
+
 def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
                   weights: np.ndarray, grades: np.ndarray, neg_cdf: np.ndarray,
                   settings: _train.Settings, n_threads: int, prefetch: bool = False,
@@ -92,15 +126,11 @@ def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
     ``d`` components on ``matrix`` with ``n_threads`` threads (``prefetch``: the
     parameters outgrow the caches; ``features``: the hybrid kernel; ``freeze_items``:
     fold-in, the item side read only)."""
-    spec = config.loss
     if features and config.violators:
         raise ValueError("max_violators > 1 is not available with side features yet; "
                          "set max_violators=1 or fit without features.")
-    mode = _train.Mode(loss=spec.code, exact_rank=config.exact_rank, adagrad=config.adagrad,
-                       clip=bool(config.max_norm),
-                       prefetch=prefetch and spec.prefetch and not features,
-                       freeze_items=freeze_items, features=features, parallel=n_threads > 1,
-                       violators=config.violators)
+    mode = kernel_mode(config, prefetch=prefetch, features=features,
+                       freeze_items=freeze_items)
     positives = kernel_positives(matrix, weights, grades, neg_cdf)
     try:
         work = _train.make_work(mode, n_threads, d, matrix.shape[1],
@@ -112,6 +142,85 @@ def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
             f"max_sampled (a few hundred draws estimate ranks among catalogues of tens of "
             f"thousands of items).") from None
     return KernelInputs(mode, positives, settings, work)
+
+
+_WATCHES = threading.local()   # .active: the CompileWatch objects open in this thread
+
+
+class CompileWatch(numba_event.Listener):
+    """Watches Numba's compilations (``numba.core.event``'s ``"numba:compile"`` events,
+    which fire on a cache miss only) while installed (``with watch:``): at the start of
+    the first one it logs :data:`COMPILE_MESSAGE` at INFO (unless it runs inside another
+    watch of the same thread, which has logged it) and shows it as the
+    ``progress`` bar's description (``desc + ": " + COMPILE_MESSAGE``); when the
+    compilations in progress have ended the description is ``desc`` again.
+    ``seconds`` sums the wall time of the outermost compilations."""
+
+    def __init__(self, progress: Any = None, desc: str = "") -> None:
+        self.progress, self.desc = progress, desc
+        self.seconds = 0.0
+        self.compiled = False
+        self._depth = 0
+        self._tic = 0.0
+        self._installed: Any = None
+        self._outermost = True
+
+    def on_start(self, event: Any) -> None:
+        if self._depth == 0:
+            if not self.compiled and self._outermost:
+                log.info("%s", COMPILE_MESSAGE)
+            self.compiled = True
+            self._tic = time.perf_counter()
+            if self.progress is not None:
+                self.progress.set_description(f"{self.desc}: {COMPILE_MESSAGE}")
+        self._depth += 1
+
+    def on_end(self, event: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._tic
+            if self.progress is not None:
+                self.progress.set_description(self.desc)
+
+    def __enter__(self) -> CompileWatch:
+        # (a watch inside another in this thread, e.g. the tuner's tiny fit, logs nothing)
+        self._outermost = not getattr(_WATCHES, "active", 0)
+        _WATCHES.active = getattr(_WATCHES, "active", 0) + 1
+        self._installed = numba_event.install_listener("numba:compile", self)
+        self._installed.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._installed.__exit__(*exc)
+        self._installed = None
+        _WATCHES.active -= 1
+
+
+def compile_kernel(inputs: KernelInputs, params: Any) -> None:
+    """Compile (or load from Numba's cache) the epoch kernel of ``inputs.mode`` for the
+    types of these inputs, without training (``train.compile_kernel``: a slice on an
+    empty order)."""
+    _train.compile_kernel(inputs.mode, params, inputs.positives, inputs.settings,
+                          inputs.work)
+
+
+def compile_configuration(config: TrainingConfig, d: int, *, prefetch: bool = False,
+                          n_threads: int = 1) -> None:
+    """Compile (or load) the epoch kernel a fit of ``config`` with ``d`` components
+    (``prefetch``: see :func:`kernel_mode`) will run, on tiny inputs built as a fit's
+    are: the tuner compiles its search's variants this way before its clock starts."""
+    n_users, n_items = 2, 3
+    matrix = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.float32))
+    settings = kernel_settings(
+        config, learning_rate=0.01, alpha=0.0, negative_weight=1.0, dropout=0.0,
+        weighting=resolve_rank_weighting("harmonic", n_items), seed=0)
+    inputs = kernel_inputs(config, matrix, d, weights=sample_weights(matrix, None),
+                           grades=grades(matrix, config.loss),
+                           neg_cdf=negative_cdf(matrix, "uniform"),
+                           settings=settings, n_threads=n_threads, prefetch=prefetch)
+    params = _train.Parameters(*(aligned_full(shape, 1.0, np.float32) for shape in (
+        (n_users, d), (n_items, d), (n_items,), (n_users, d), (n_items, d), (n_items,))))
+    compile_kernel(inputs, params)
 
 
 def epoch_order(sample_order: str, matrix: sp.csr_matrix, seed: int, epoch: int,
@@ -203,9 +312,8 @@ def fold_in_epochs(inputs: KernelInputs, params: _train.Parameters, n_epochs: in
     rows = np.arange(n_rows, dtype=np.int64)
     for epoch in range(n_epochs):
         _order.user_grouped_order(indptr, rows, seed, epoch, order)
-        with kernel_threads(n_threads):
-            ok = _train.train_epoch(inputs.mode, params, inputs.positives, inputs.settings,
-                                    inputs.work, order, epoch)
+        ok = _train.train_epoch(inputs.mode, params, inputs.positives, inputs.settings,
+                                inputs.work, order, epoch, run_in_threads)
         if not ok:
             return epoch
     return None
@@ -277,7 +385,30 @@ class Trainer:
         self.target, self.matrix, self.monitor = target, matrix, monitor
 
     def run(self, callback: Callable[[Any, dict], Any] | None, progress: Any) -> None:
-        """Train; raises :class:`~warprec.exceptions.DivergenceError` on divergence."""
+        """Train; raises :class:`~warprec.exceptions.DivergenceError` on divergence.
+
+        The epoch kernel is compiled (or loaded from Numba's cache) before the first
+        epoch, so that no epoch's ``seconds`` include it; while Numba compiles anything
+        (the kernel, or the validation's kernels at the first check) ``progress`` says so
+        (:class:`CompileWatch`)."""
+        with CompileWatch(progress, PROGRESS_DESC) as watch:
+            self._compile()
+            if watch.compiled:
+                log.debug("compiled the %s training kernels in %.1f s",
+                         self.config.loss.name, watch.seconds)
+                progress.reset()   # (the bar's rate counts from here)
+            self._epochs(callback, progress)
+
+    def _compile(self) -> None:
+        """Compile (or load) the kernels of an epoch: the epoch kernel, the epoch order's
+        and the divergence check's, on empty or tiny inputs (nothing trains)."""
+        model = self.model
+        compile_kernel(self.inputs, self.target.parameters())
+        epoch_order(model.sample_order_, self.matrix[:0], 0, 0,
+                    indptr=np.zeros(1, np.int64))
+        usable(model.user_factors_[:1], model.item_factors_[:1], model.item_biases_[:1])
+
+    def _epochs(self, callback: Callable[[Any, dict], Any] | None, progress: Any) -> None:
         model, config, monitor = self.model, self.config, self.monitor
         inputs = self.inputs
         best = _validation.BestSnapshot()
@@ -297,9 +428,8 @@ class Trainer:
                                 inputs.positives.indptr)
             params = self.target.parameters()
             tic = time.perf_counter()
-            with kernel_threads(config.n_threads):
-                ok = _train.train_epoch(inputs.mode, params, inputs.positives, settings,
-                                        inputs.work, order, epoch)
+            ok = _train.train_epoch(inputs.mode, params, inputs.positives, settings,
+                                    inputs.work, order, epoch, run_in_threads)
             if self.target.refresh is not None:
                 self.target.refresh()
             seconds = time.perf_counter() - tic
@@ -403,6 +533,12 @@ class _NoProgress:
     def update(self, n: int) -> None:
         pass
 
+    def set_description(self, desc: str) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
     def set_postfix(self, postfix: dict) -> None:
         pass
 
@@ -415,4 +551,4 @@ def progress_bar(total: int, verbose: bool) -> Any:
     if not verbose:
         return _NoProgress()
     from tqdm.auto import tqdm
-    return tqdm(total=total, desc="warprec fit", unit="epoch")
+    return tqdm(total=total, desc=PROGRESS_DESC, unit="epoch")

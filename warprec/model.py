@@ -30,7 +30,7 @@ from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_ne
                     resolve_learning_rate_drop, resolve_negative_weight, resolve_sample_order,
                     training_input)
 from ._trainer import (Target, Trainer, fold_in_epochs, grades, kernel_inputs, kernel_settings,
-                       negative_cdf, progress_bar, sample_weights, unit_rows)
+                       negative_cdf, outgrows_cache, progress_bar, sample_weights, unit_rows)
 from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
 from ._selection import agreed_epochs, plain_epochs, refit_folds
 from .exceptions import DivergenceError
@@ -903,8 +903,8 @@ class WARPFactorizer(FactorRecommender):
 
     def _outgrows_cache(self):
         """Whether the factors and their Adagrad state exceed ``PREFETCH_ABOVE_BYTES``."""
-        parameter_bytes = 2 * (self.user_factors_.nbytes + self.item_factors_.nbytes)
-        return parameter_bytes > PREFETCH_ABOVE_BYTES
+        (n_users, d), (n_items, _) = self.user_factors_.shape, self.item_factors_.shape
+        return outgrows_cache(n_users, n_items, d, PREFETCH_ABOVE_BYTES)
 
     def _fit_input(self, X, fresh):
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,

@@ -38,6 +38,8 @@ from . import _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
 from ._plan import check_params, resolve_epochs, training_input
 from ._state import draw_seed
+from ._trainer import (CompileWatch, compile_configuration, epoch_order, kernel_mode,
+                       outgrows_cache)
 from ._defaults import FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN, TUNE_SWITCH_Z
 from .exceptions import DivergenceError, WarprecWarning
 
@@ -162,7 +164,11 @@ class TuneResult:
         (:class:`~warprec.exceptions.DivergenceError`; the trial keeps the score it had
         before, NaN if none, and is not continued).
     elapsed_seconds : float
-        Wall time of the :func:`tune` call, final refit included.
+        Wall time of the :func:`tune` call, compilation and final refit included.
+    compile_seconds : float
+        Wall time of the call's first step, before the budget's clock starts: compiling
+        (or loading from Numba's cache) the kernels of every configuration the search
+        can draw. No trial's time or estimate includes it.
     time_budget : float
         The budget given.
     random_state : int
@@ -180,6 +186,7 @@ class TuneResult:
     time_budget: float
     random_state: int
     best_trial: int = 0
+    compile_seconds: float = 0.0
 
 
 def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None = None,
@@ -229,20 +236,24 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     configurations is biased upwards by chance, and the margin is then large; on large
     data it is small.
 
-    The budget counts wall time from the call's start, including the final refit on
-    all of X. No work is launched unless its estimated time (from the measured
-    seconds per epoch of the trials so far, validation included, scaled by the ratio
-    of ``n_components``) fits the remaining budget minus a reserve for the refit (none on
-    large data): the best trial's training seconds per epoch (validation excluded) times
-    its epochs, scaled to all the positives, times 1.2, plus the measured setup time of
-    a fit (the reserve is the larger of the defaults' and the best trial's). A bracket's
-    first ``REDUCTION_FACTOR`` configurations need only their first rung to fit, further
-    ones the bracket's projected later rungs too; a promoted trial whose next rung does
-    not fit still trains if it is its rung's best and two epochs fit (the search goes
-    on if early stopping, not the budget, ends it), and ends the search otherwise. A
-    trial running past the point where the reserve starts is stopped after its current
-    epoch (keeping its best epoch). The call can therefore overrun the budget by about
-    one epoch plus the error of the refit estimate.
+    The call first compiles the kernels of every configuration the search space can
+    give, on tiny inputs (``TuneResult.compile_seconds``; Numba caches them on disk, so
+    this takes seconds once per machine and warprec version, and about half a second
+    afterwards). The budget counts wall time from then on, including the final refit on
+    all of X: neither the budget nor any trial's time, nor an estimate made from it,
+    includes compilation. No work is launched unless its estimated time (from the
+    measured seconds per epoch of the trials so far, validation included, scaled by the
+    ratio of ``n_components``) fits the remaining budget minus a reserve for the refit
+    (none on large data): the best trial's training seconds per epoch (validation
+    excluded) times its epochs, scaled to all the positives, times 1.2, plus the
+    measured setup time of a fit (the reserve is the larger of the defaults' and the
+    best trial's). A bracket's first ``REDUCTION_FACTOR`` configurations need only their
+    first rung to fit, further ones the bracket's projected later rungs too; a promoted
+    trial whose next rung does not fit still trains if it is its rung's best and two
+    epochs fit (the search goes on if early stopping, not the budget, ends it), and ends
+    the search otherwise. A trial running past the point where the reserve starts is
+    stopped after its current epoch (keeping its best epoch). The call can therefore
+    overrun the budget by about one epoch plus the error of the refit estimate.
 
     On small data, if the budget does not afford the defaults' validated fit (estimated
     after the defaults trial's second epoch: the estimator's default ``epochs`` with
@@ -260,7 +271,8 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         Positives, in any form :meth:`warprec.WARPFactorizer.fit` takes (a DataFrame
         needs ``user_id`` and ``item_id`` columns; every row is a positive).
     time_budget : float, default 120.0
-        Seconds of wall time for the whole call (> 0).
+        Seconds of wall time for the search and the refit (> 0), counted once the
+        kernels are compiled.
     n_threads : int or None, default None
         Threads of every trial and of the refit; None uses all of Numba's threads.
     random_state : int, numpy Generator or None, default 0
@@ -360,12 +372,21 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         full = Interactions(matrix, user_ids, item_ids)
     else:
         full = matrix
+    progress = _progress(budget, verbose)
+    try:
+        compile_seconds = _compile_search(matrix, space, n_threads, seed, metric, fraction,
+                                          progress)
+    except BaseException:
+        progress.close()
+        raise
+    # the budget's clock starts here, after compilation
     search = _Search(
         full=full, train=_validation.select(matrix, ~held),
         valid=_validation.select(matrix, held),
         refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
-        n_threads=n_threads, start=start, budget=budget, progress=_progress(budget, verbose))
+        n_threads=n_threads, start=time.perf_counter(), budget=budget, progress=progress)
+    search.compile_seconds = compile_seconds
     try:
         search.run()
         best = search.best()
@@ -401,7 +422,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
             model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
             model.fit(full)
         elapsed = time.perf_counter() - start
-        search.progress.update_to(elapsed)
+        search.progress.update_to(time.perf_counter() - search.start)
     finally:
         search.progress.close()
     trials = search.frame()
@@ -431,7 +452,91 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
             WarprecWarning, stacklevel=2)
     return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
                       best_model=model, trials=trials, elapsed_seconds=elapsed,
-                      time_budget=budget, random_state=seed, best_trial=best.index)
+                      time_budget=budget, random_state=seed, best_trial=best.index,
+                      compile_seconds=compile_seconds)
+
+
+#: The estimator parameters that choose a fit's kernel variant (through
+#: ``check_params`` and ``_trainer.kernel_mode``; ``n_components`` through prefetching).
+_KERNEL_PARAMETERS = ("loss", "rank_estimator", "learning_schedule", "max_norm",
+                      "max_violators", "n_components")
+#: Rows of X the compilation's tiny validated fit trains on.
+_COMPILE_ROWS = 200
+_PROGRESS_DESC = "warprec tune"
+
+
+def _kernel_configurations(space, n_users, n_items):
+    """``(config, n_components, prefetch)`` for each distinct kernel variant that the
+    configurations of ``space`` (with the estimator's defaults) can run on X's shape:
+    every combination of the choices of :data:`_KERNEL_PARAMETERS` (a log-uniform
+    range's two ends), combinations the estimator refuses left out."""
+    from .model import WARPFactorizer
+
+    defaults = WARPFactorizer().get_params()
+    found: dict[Any, tuple[Any, int, bool]] = {}
+    points = [defaults]   # (the defaults trial)
+    for sub in space:
+        names = [name for name in _KERNEL_PARAMETERS if name in sub]
+        choices = [[sub[name][1], sub[name][2]] if sub[name][0] == _LOG_UNIFORM
+                   else sub[name][1] for name in names]
+        points += [dict(defaults, **dict(zip(names, values)))
+                   for values in itertools.product(*choices)]
+    for params in points:
+        params = dict(params, n_components=round(params["n_components"]))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = check_params(params)
+        except (ValueError, TypeError):
+            continue
+        d = int(params["n_components"])
+        prefetch = outgrows_cache(n_users, n_items, d)
+        found.setdefault(kernel_mode(config, prefetch=prefetch), (config, d, prefetch))
+    return list(found.values())
+
+
+def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
+    """Compile (or load from Numba's cache) every kernel the search can run, before
+    its trials: the epoch kernel of each configuration of ``space`` on X's shape
+    (:func:`_kernel_configurations`), and the kernels of a validated fit and of the
+    per-user scores, from a tiny fit on X's first rows. Returns the seconds it took;
+    shows :data:`warprec._trainer.COMPILE_MESSAGE` on the progress bar while Numba
+    compiles."""
+    from .model import WARPFactorizer
+
+    tic = time.perf_counter()
+    with CompileWatch(progress, _PROGRESS_DESC) as watch:
+        for config, d, prefetch in _kernel_configurations(space, *matrix.shape):
+            compile_configuration(config, d, prefetch=prefetch)
+        for sample_order in ("positives", "users"):
+            epoch_order(sample_order, matrix[:0], 0, 0, indptr=np.zeros(1, np.int64))
+        tiny = matrix[:_COMPILE_ROWS]
+        held = _validation.early_stopping_holdout(tiny, fraction, 0)
+        if held.any():
+            model = WARPFactorizer(epochs=1, early_stopping=True,
+                                   validation_fraction=fraction, validation_metric=metric,
+                                   n_threads=1, random_state=seed).fit(tiny)
+            monitor = _validation.Monitor(_validation.select(tiny, held),
+                                          _validation.select(tiny, ~held), metric,
+                                          [model.seed_, 2], 1)
+            _per_user_scores(monitor, model, 1)
+    seconds = time.perf_counter() - tic
+    if watch.compiled:
+        log.info("tune: compiled the search's kernels in %.1f s, before the budget's "
+                 "clock started", seconds)
+    return seconds
+
+
+def _per_user_scores(monitor, model, n_threads):
+    """The validation metric of every user of ``monitor`` for ``model``'s factors."""
+    from .metrics import evaluate_factors
+
+    m = monitor
+    frame = evaluate_factors(model.user_factors_[m.users], model.item_factors_,
+                             model.item_biases_, m.valid, m.train, k=m.k,
+                             metrics=[m.name], n_relevant=m.n_relevant,
+                             n_threads=n_threads, per_user=True)
+    return frame.iloc[:, 0].to_numpy(dtype=np.float64)  # type: ignore[union-attr]
 
 
 def _fit_until(model, X, deadline):
@@ -518,6 +623,7 @@ class _Search:
                                                                   early_stopping=True))
         self.default_loss = defaults["loss"]
         self.monitor = None          # the users of per_user_scores
+        self.compile_seconds = 0.0   # tune's compilation before the trials
         self.selection = None        # the comparison of the best trial with the defaults
 
     # ---- timing
@@ -815,19 +921,12 @@ class _Search:
 
     def per_user_scores(self, model):
         """The validation metric of every monitored user for ``model``'s factors."""
-        from .metrics import evaluate_factors
-
         if self.monitor is None:
             # the users that the trials' own validation scores (every trial has the
             # same seed) average over
             self.monitor = _validation.Monitor(self.valid, self.train, self.metric,
                                                [model.seed_, 2], self.n_threads)
-        m = self.monitor
-        frame = evaluate_factors(model.user_factors_[m.users], model.item_factors_,
-                                 model.item_biases_, m.valid, m.train, k=m.k,
-                                 metrics=[m.name], n_relevant=m.n_relevant,
-                                 n_threads=self.n_threads, per_user=True)
-        return frame.iloc[:, 0].to_numpy(dtype=np.float64)  # type: ignore[union-attr]
+        return _per_user_scores(self.monitor, model, self.n_threads)
 
     def challenger(self):
         """The best trial other than the defaults, or None."""
@@ -1048,18 +1147,23 @@ def _seconds(value):
 
 
 def _suggested_budget(search, elapsed):
-    """The defaults' validated fit (this call's time if longer) plus two first-rung
-    trials and their share of later rungs, at the defaults trial's speed."""
+    """The defaults' validated fit (this call's time after compilation if longer) plus
+    two first-rung trials and their share of later rungs, at the defaults trial's
+    speed."""
     defaults = search.trials[0]
     per_epoch = defaults.seconds_per_epoch or 0.0
     validated = search.setup() + per_epoch * search.default_epochs + search.refit_estimate(
         defaults.train_seconds_per_epoch or 0.0, search.default_epochs)
     first = search.setup() + per_epoch * search.rungs[0]
-    return max(elapsed, validated) + 2 * first + search.later_rungs_seconds(2, per_epoch)
+    searched = elapsed - search.compile_seconds
+    return max(searched, validated) + 2 * first + search.later_rungs_seconds(2, per_epoch)
 
 
 class _NoProgress:
     def update_to(self, seconds):
+        pass
+
+    def set_description(self, desc):
         pass
 
     def set_postfix_str(self, text):
@@ -1075,7 +1179,7 @@ class _Progress:
     def __init__(self, budget):
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=round(budget, 1), desc="warprec tune", unit="s",
+        self.bar = tqdm(total=round(budget, 1), desc=_PROGRESS_DESC, unit="s",
                         bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s{postfix}")
         self.shown = 0.0
 
@@ -1087,6 +1191,9 @@ class _Progress:
 
     def set_postfix_str(self, text):
         self.bar.set_postfix_str(text, refresh=False)
+
+    def set_description(self, desc):
+        self.bar.set_description(desc)
 
     def close(self):
         self.bar.close()

@@ -47,12 +47,9 @@ JIT = dict(nogil=True, cache=True, fastmath=FASTMATH, error_model="numpy")
 #: ``_nrt`` is a private Numba option (checked with numba 0.68).
 JIT_NO_NRT = dict(JIT, _nrt=False)
 
-#: Keyword arguments for ``numba.njit`` on kernels that use ``prange``.
+#: Keyword arguments for ``numba.njit`` on kernels that use ``prange``. (Not the training
+#: epochs: their slices run on Python threads, see ``epoch.compile_epoch``.)
 PJIT = dict(JIT, parallel=True)
-
-#: A parallel kernel without reference counting: the epoch kernels (``epoch.py``), whose
-#: ``prange`` body inlines the serial hot loop (the rules of ``JIT_NO_NRT`` apply to it).
-PJIT_NO_NRT = dict(PJIT, _nrt=False)
 
 
 def _into_compiled_functions(expr, caller, callee):

@@ -1,9 +1,12 @@
 """One epoch of Hogwild SGD: what an epoch takes, and the loop every loss runs in it.
 
-An epoch visits the positives in a given order as one ``@njit`` kernel: a ``prange``
-loop over ``n_threads`` slices (:func:`run_slices`), each of which claims contiguous
+An epoch visits the positives in a given order as ``n_threads`` slices of one ``@njit``
+kernel (:func:`run_slice`, compiled serially with ``nogil``), run at the same time on
+Python threads by the caller (``train.train_epoch``); each slice claims contiguous
 chunks of that order from a shared counter (a thread that runs ahead takes more chunks,
-:func:`next_position`) and updates the shared parameters without locks (Hogwild). Each
+:func:`next_position`) and updates the shared parameters without locks (Hogwild).
+(Not a ``prange`` over the slices: Numba's parallel passes would run over the whole
+inlined slice, see ``compile_epoch``.) Each
 sample's random draws come from a stream keyed by ``(seed, epoch, sample)``
 (:mod:`.rng`), so the draws do not depend on which thread runs the sample. A slice that
 meets a non-finite update raises ``Work.stop``, which makes the others return early;
@@ -28,7 +31,7 @@ level (``_flags.inlined``):
     non-finite update; the others are added to the slice's statistics.
 
 ``*mode`` is ``loss, exact_rank, adagrad, clip, prefetching, freeze_items, violators``
-(the fields of :class:`Mode` but ``features`` and ``parallel``), passed one by one.
+(the fields of :class:`Mode` but ``features``), passed one by one.
 :func:`compile_epoch` makes them constants of the kernel it compiles, and Numba prunes
 the branches they rule out before it types the code: a kernel compiles only the code of
 its mode. (A flag reaches a branch as a constant only as an argument of its own, not
@@ -45,9 +48,9 @@ its name. The ordinal loss runs the same slice compiled apart, with reference co
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._flags import JIT_NO_NRT, PJIT_NO_NRT, inlined
+from ._flags import JIT_NO_NRT, inlined
 from .atomic import fetch_add
 from .config import SAMPLES_AHEAD
 from .prefetch import prefetch
@@ -139,8 +142,6 @@ class Mode(NamedTuple):
     prefetch: bool              # prefetch upcoming rows and draw negative candidates early
     freeze_items: bool = False  # update the user rows only (folding in new users)
     features: bool = False      # the hybrid model (params: features.FeatureParameters)
-    parallel: bool = True       # a prange over the slices (else one slice; WARP, BPR
-    #                             and the cosine losses)
     violators: bool = False     # WARP: collect up to Settings.max_violators violators per
     #                             positive (compiled only when asked for: it would slow
     #                             the single-violator loop)
@@ -259,48 +260,36 @@ def run_slice(begin, ahead, step, params, positives, settings, work, order, epoc
                        rank_loss_sum)
 
 
-@inlined
-def run_slices(begin, ahead, step, params, positives, settings, work, order, epoch, chunk,
-               parallel, loss, exact_rank, adagrad, clip, prefetching, freeze_items,
-               violators):
-    """The epoch: a ``prange`` over the ``work.stats.shape[0]`` slices of
-    :func:`run_slice`, or, without ``parallel``, one slice (it then claims every chunk)
-    in a kernel compiled serially, where ``prange`` is a plain ``range``: one-thread
-    epochs skip the launch of a parallel region (a task handed to a pool thread, 3-4% of
-    a one-thread ML-100K epoch with Numba's ``workqueue`` layer). Returns ``True`` if
-    every update stayed finite."""
-    n_slices = work.stats.shape[0] if parallel else 1
-    for thread in prange(n_slices):
-        run_slice(begin, ahead, step, params, positives, settings, work, order, epoch, chunk,
-                  thread, loss, exact_rank, adagrad, clip, prefetching, freeze_items,
-                  violators)
-    return not work.stop[0]
-
-
 def compile_epoch(plugin, mode):
-    """The epoch kernel of ``mode`` (a :class:`Mode`) with the loss module ``plugin``
-    plugged into :func:`run_slices` (its ``begin``, ``ahead`` and ``step``, and its
+    """The slice kernel of ``mode`` (a :class:`Mode`) with the loss module ``plugin``
+    plugged into :func:`run_slice` (its ``begin``, ``ahead`` and ``step``, and its
     ``prefetching_ahead`` with ``Mode.prefetch``; compiled on the first call). The mode's
     fields are constants of the kernel, and Numba's cache keys the compiled kernel on
     them and on the module's name. The kernel is compiled without reference counting, so
     it allocates nothing: slice ``thread``'s work arrays are row ``thread`` of
     ``work``'s. Called as ``kernel(params, positives, settings, work, order, epoch,
-    chunk)``; returns ``True`` if every update stayed finite."""
+    chunk, thread)``; returns ``True`` if every update of the slice stayed finite.
+
+    One serial kernel serves one-thread and parallel epochs alike: the caller runs a
+    slice per thread (``train.train_epoch``). Compiled with ``parallel=True`` and a
+    ``prange`` over the slices, Numba's parfor passes (copy propagation, dead-code
+    removal and the outlining of the loop body) ran over the whole inlined slice, most
+    of the first fit's compilation with the cosine losses (docs/design.md,
+    benchmarks/results/compile_time.md)."""
     loss, exact_rank, adagrad = int(mode.loss), bool(mode.exact_rank), bool(mode.adagrad)
     clip, prefetching, freeze_items = bool(mode.clip), bool(mode.prefetch), bool(
         mode.freeze_items)
-    parallel, violators = bool(mode.parallel), bool(mode.violators)
+    violators = bool(mode.violators)
 
-    def epoch_variant(params, positives, settings, work, order, epoch, chunk):
+    def slice_variant(params, positives, settings, work, order, epoch, chunk, thread):
         # (a branch here is pruned before Numba inlines anything: the other ``ahead``
         # is never inlined)
         if prefetching:
-            return run_slices(plugin.begin, plugin.prefetching_ahead, plugin.step, params,
-                              positives, settings, work, order, epoch, chunk, parallel, loss,
-                              exact_rank, adagrad, clip, prefetching, freeze_items,
-                              violators)
-        return run_slices(plugin.begin, plugin.ahead, plugin.step, params, positives,
-                          settings, work, order, epoch, chunk, parallel, loss, exact_rank,
-                          adagrad, clip, prefetching, freeze_items, violators)
+            return run_slice(plugin.begin, plugin.prefetching_ahead, plugin.step, params,
+                             positives, settings, work, order, epoch, chunk, thread, loss,
+                             exact_rank, adagrad, clip, prefetching, freeze_items, violators)
+        return run_slice(plugin.begin, plugin.ahead, plugin.step, params, positives,
+                         settings, work, order, epoch, chunk, thread, loss, exact_rank,
+                         adagrad, clip, prefetching, freeze_items, violators)
 
-    return njit(**(PJIT_NO_NRT if parallel else JIT_NO_NRT))(epoch_variant)
+    return njit(**JIT_NO_NRT)(slice_variant)

@@ -9,16 +9,15 @@ scaled by the list length.
 
 The list loss sorts and allocates, so its slice is compiled with reference counting, on
 its own (:func:`ordinal_slice`, the epoch skeleton of :mod:`.epoch` with this module's
-``begin``, ``ahead`` and ``step`` plugged in), and called from a ``prange`` over the
-slices (:func:`ordinal_epoch`); the slice borrows the arrays the threads share
-(:mod:`.borrow`). Adagrad is an argument of the slice rather than a constant of it: one
+``begin``, ``ahead`` and ``step`` plugged in), and run once per thread as the other
+losses' slices are (``train.train_epoch``); the slice borrows the arrays the threads
+share (:mod:`.borrow`). Adagrad is an argument of the slice rather than a constant of it: one
 compiled slice serves both.
 """
 
-import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._flags import JIT, PJIT, inlined
+from ._flags import JIT, inlined
 from .borrow import borrow
 from .epoch import LOSS_ORDINAL, Parameters, Positives, Work, nothing_ahead, run_slice
 from .losses import ordinal_loss_grad_unit
@@ -123,24 +122,13 @@ def ordinal_slice(params, positives, settings, work, order, epoch, chunk, thread
                      chunk, thread, LOSS_ORDINAL, False, adagrad, False, False, False, False)
 
 
-@njit(**PJIT)
-def ordinal_epoch(params, positives, settings, work, order, epoch, chunk, adagrad):
-    """The ordinal loss's epoch: one slice per thread (``prange``). Returns ``True`` if
-    every update stayed finite."""
-    for thread in prange(work.stats.shape[0]):
-        # (int64: the loop index is unsigned in the outlined body, and a second type would
-        # compile the slice twice)
-        ordinal_slice(params, positives, settings, work, order, epoch, chunk,
-                      np.int64(thread), adagrad)
-    return not work.stop[0]
-
-
 def compile_epoch(mode):
-    """The ordinal epoch kernel of ``mode``, called as the other losses' kernels are
+    """The ordinal slice kernel of ``mode``, called as the other losses' kernels are
     (``epoch.compile_epoch``)."""
     adagrad = bool(mode.adagrad)
 
-    def ordinal_variant(params, positives, settings, work, order, epoch, chunk):
-        return ordinal_epoch(params, positives, settings, work, order, epoch, chunk, adagrad)
+    def ordinal_variant(params, positives, settings, work, order, epoch, chunk, thread):
+        return ordinal_slice(params, positives, settings, work, order, epoch, chunk, thread,
+                             adagrad)
 
     return ordinal_variant

@@ -18,7 +18,10 @@ The interface is four small typed tuples and a mode (defined in :mod:`.epoch`):
 * :class:`Mode`: what the kernel does (loss, rank estimate, Adagrad, max-norm,
   prefetching). Each mode is a compiled variant of its own, chosen in one place,
   :func:`epoch_kernel`: the mode's flags are compile-time constants there, so a fit
-  compiles only the code of its mode.
+  compiles only the code of its mode. A variant is one serial slice kernel that serves
+  any number of threads: :func:`train_epoch` runs one slice per row of the work arrays,
+  at the same time, with the runner it is given. :func:`compile_kernel` compiles (or
+  loads) a variant without training.
 """
 
 import functools
@@ -36,22 +39,22 @@ from .features import FeatureParameters
 __all__ = ["LOSS_BPR", "LOSS_CCL", "LOSS_ORDINAL", "LOSS_SOFTMAX", "LOSS_WARP", "N_STATS",
            "SPHERE_LOSSES", "STAT_LOSS", "STAT_RANK_LOSS", "STAT_SAMPLES", "STAT_TRIALS",
            "STAT_UPDATES", "FeatureParameters", "Mode", "Parameters", "Positives", "Settings",
-           "Work", "chunk_size", "epoch_kernel", "make_work", "thread_rows", "train_epoch"]
+           "Work", "chunk_size", "compile_kernel", "epoch_kernel", "make_work", "run_serially",
+           "thread_rows", "train_epoch"]
 
 
 @functools.cache
 def epoch_kernel(mode):
-    """The compiled epoch kernel of ``mode`` (a :class:`Mode`): the one place where a
+    """The compiled slice kernel of ``mode`` (a :class:`Mode`): the one place where a
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
-    epoch, chunk)``; returns ``True`` if every update stayed finite. The hybrid and the
-    ordinal epochs always run their slices in a ``prange`` (``Mode.parallel`` does not
-    apply to them)."""
+    epoch, chunk, thread)`` once per slice (:func:`train_epoch`); returns ``True`` if
+    every update of the slice stayed finite."""
     if mode.features:
         if (mode.loss in (LOSS_ORDINAL,) + SPHERE_LOSSES or mode.exact_rank or mode.clip
                 or mode.prefetch or mode.freeze_items or mode.violators):
             raise ValueError("the hybrid model trains WARP (estimated ranks, one violator) "
                              "or BPR, without max-norm, prefetching or frozen items")
-        return compile_epoch(features, mode._replace(parallel=True))
+        return compile_epoch(features, mode)
     if mode.loss in SPHERE_LOSSES:
         if mode.exact_rank or mode.clip or mode.prefetch or mode.violators:
             raise ValueError("the cosine losses have neither exact ranks, max-norm, "
@@ -110,7 +113,15 @@ def make_work(mode, n_threads, d, n_items, entries, kos_n):
         stats=np.zeros((n_threads, N_STATS)))
 
 
-def train_epoch(mode, params, positives, settings, work, order, epoch):
+def run_serially(task, n):
+    """Run ``task(0), ..., task(n - 1)`` one after another in the calling thread: the
+    first slice of an epoch then claims every chunk (a one-thread epoch, whatever
+    ``n``). :func:`train_epoch`'s runner for one slice, and for tests; the estimator
+    runs slices at the same time (``warprec._threads.run_in_threads``)."""
+    return [task(t) for t in range(n)]
+
+
+def train_epoch(mode, params, positives, settings, work, order, epoch, run):
     """Run one epoch of Hogwild SGD over ``order``.
 
     Parameters
@@ -126,13 +137,17 @@ def train_epoch(mode, params, positives, settings, work, order, epoch):
         per-thread sums (samples, updates, negatives scored, surrogate loss - weighted
         hinge, BPR's log loss or the ordinal loss - and rank loss ``w * Phi_n(rank)``,
         exact ranks ``#{j: f_j >= f_i}`` with ``exact_rank``, else the estimate). Its
-        number of rows is the number of slices the epoch runs in parallel; run the call
-        with at least that many Numba threads (``warprec._threads.kernel_threads``).
+        number of rows is the number of slices the epoch runs.
     order : int64 array
         Positions (into ``positives.indices``) of the positives to visit, in visiting
         order.
     epoch : int
         Key of the random streams, with ``settings.seed``.
+    run : callable
+        ``run(task, n)`` calls ``task(0), ..., task(n - 1)``, each the slice of that
+        number, and returns when all have ended: at the same time on ``n`` threads
+        (``warprec._threads.run_in_threads``; the kernel releases the GIL), or
+        :func:`run_serially`.
 
     Returns
     -------
@@ -143,5 +158,22 @@ def train_epoch(mode, params, positives, settings, work, order, epoch):
     """
     work.next_chunk[0] = 0
     work.stop[0] = False
-    chunk = chunk_size(order.shape[0], work.stats.shape[0])
-    return bool(epoch_kernel(mode)(params, positives, settings, work, order, epoch, chunk))
+    n_slices = work.stats.shape[0]
+    chunk = chunk_size(order.shape[0], n_slices)
+    kernel = epoch_kernel(mode)
+
+    def one_slice(thread):
+        return kernel(params, positives, settings, work, order, epoch, chunk, thread)
+
+    run(one_slice, n_slices)
+    return not work.stop[0]
+
+
+def compile_kernel(mode, params, positives, settings, work):
+    """Compile (or load from Numba's cache) the slice kernel of ``mode`` for these
+    inputs' types, without training: one slice runs on an empty order (it claims no
+    position; its statistics row is written with zeros)."""
+    order = np.zeros(0, np.int64)
+    work.next_chunk[0] = 0
+    work.stop[0] = False
+    epoch_kernel(mode)(params, positives, settings, work, order, 0, CHUNK_MIN, 0)

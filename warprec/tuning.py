@@ -166,9 +166,9 @@ class TuneResult:
     elapsed_seconds : float
         Wall time of the :func:`tune` call, compilation and final refit included.
     compile_seconds : float
-        Wall time of the call's first step, before the budget's clock starts: compiling
-        (or loading from Numba's cache) the kernels of every configuration the search
-        can draw. No trial's time or estimate includes it.
+        Wall time of the call's first step, before any trial: compiling (or loading from
+        Numba's cache) the kernels of every configuration the search can draw. It counts
+        in the budget; no trial's time or estimate includes it.
     time_budget : float
         The budget given.
     random_state : int
@@ -239,11 +239,12 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     The call first compiles the kernels of every configuration the search space can
     give, on tiny inputs (``TuneResult.compile_seconds``; Numba caches them on disk, so
     this takes seconds once per machine and warprec version, and about half a second
-    afterwards). The budget counts wall time from then on, including the final refit on
-    all of X: neither the budget nor any trial's time, nor an estimate made from it,
-    includes compilation. No work is launched unless its estimated time (from the
-    measured seconds per epoch of the trials so far, validation included, scaled by the
-    ratio of ``n_components``) fits the remaining budget minus a reserve for the refit
+    afterwards). The budget counts the call's wall time, that compilation and the final
+    refit on all of X included, so the call ends when it said it would; no trial's time,
+    nor an estimate made from it, includes compilation, so it never decides a trial.
+    No work is launched unless its estimated time (from the measured seconds per epoch
+    of the trials so far, validation included, scaled by the ratio of ``n_components``)
+    fits the remaining budget minus a reserve for the refit
     (none on large data): the best trial's training seconds per epoch (validation
     excluded) times its epochs, scaled to all the positives, times 1.2, plus the
     measured setup time of a fit (the reserve is the larger of the defaults' and the
@@ -379,13 +380,14 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     except BaseException:
         progress.close()
         raise
-    # the budget's clock starts here, after compilation
+    # the budget counts from the call's start, compilation included (the call ends when
+    # it said it would); no trial's time or estimate includes the compilation, done first
     search = _Search(
         full=full, train=_validation.select(matrix, ~held),
         valid=_validation.select(matrix, held),
         refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
-        n_threads=n_threads, start=time.perf_counter(), budget=budget, progress=progress)
+        n_threads=n_threads, start=start, budget=budget, progress=progress)
     search.compile_seconds = compile_seconds
     try:
         search.run()
@@ -522,8 +524,8 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
             _per_user_scores(monitor, model, 1)
     seconds = time.perf_counter() - tic
     if watch.compiled:
-        log.info("tune: compiled the search's kernels in %.1f s, before the budget's "
-                 "clock started", seconds)
+        log.info("tune: compiled the search's kernels in %.1f s, before any trial (the "
+                 "budget counts it)", seconds)
     return seconds
 
 

@@ -527,15 +527,15 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
             record["model"] = str(path)
         out.write(json.dumps(record, indent=2, default=_json_value, allow_nan=False) + "\n")
         return 0
-    # (compilation precedes the budget's clock: said when it took a noticeable time)
-    compiled = (f", plus {result.compile_seconds:.1f} s to compile or load the kernels "
+    # (compilation comes first and counts in the budget: said when it took a noticeable time)
+    compiled = (f", of which {result.compile_seconds:.1f} s to compile or load the kernels "
                 f"first" if result.compile_seconds >= 1 else "")
     out.write(f"{len(trials)} trial evaluations of {trials['trial'].nunique()} configurations "
               f"in {result.elapsed_seconds:.1f} s (budget {result.time_budget:g} s"
               f"{compiled}); "
               f"best {min(10, trials['trial'].nunique())} by validation {result.metric}:\n")
     out.write(_trials_table(trials, result.metric, 10, result.best_trial))
-    kept = (" (the defaults: no trial beat them by two standard errors)"
+    kept = (" (the defaults: no trial beat them beyond the noise)"
             if result.best_trial == 0 else "")
     out.write(f"chosen: trial {result.best_trial}{kept}, marked *; parameters (validation "
               f"{result.metric} {result.best_score:.4f}):\n")

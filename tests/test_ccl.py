@@ -10,7 +10,8 @@ from kernel_calls import run_epoch
 from test_train_kernel import _problem as kernel_problem
 from warprec import WARPFactorizer
 from warprec._kernels import train
-from warprec._defaults import CCL_DROPOUT
+from warprec._defaults import CCL_DROPOUT, UNIT_NORM_TOLERANCE
+from warprec._trainer import unit_rows_again
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate
@@ -163,7 +164,10 @@ def test_loss_statistic_is_the_reference_loss():
 
 
 def test_two_threads_keep_unit_rows():
-    """Hogwild slices racing on shared rows: every row stays finite at unit norm."""
+    """Hogwild slices racing on shared rows: every row stays finite and about unit norm
+    (two threads writing one row at once interleave the elements of two unit rows); the
+    trainer's pass after the epoch puts such rows back at unit norm and leaves the
+    others bit for bit."""
     X, U, V, gen = _problem(9, n_users=60, n_items=40, density=0.3)
     params = [U.copy(), V.copy(), np.zeros(X.shape[1], np.float32), np.ones_like(U),
               np.ones_like(V), np.ones(X.shape[1], np.float32)]
@@ -171,8 +175,20 @@ def test_two_threads_keep_unit_rows():
                       loss=train.LOSS_CCL, n_threads=2, n_negatives=6)
     assert ok
     for a in params[:2]:
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=0.05)
+        before = a.copy()
+        unit_rows_again(a)
         np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
+        kept = np.abs(np.linalg.norm(before, axis=1) - 1.0) <= UNIT_NORM_TOLERANCE
+        assert np.array_equal(a[kept], before[kept])
     assert not np.array_equal(params[1], V)
+
+
+def test_two_thread_cosine_fits_have_unit_rows(data):
+    model = _model(n_threads=2, epochs=3).fit(data)
+    for a in (model.user_factors_, model.item_factors_):
+        np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
 
 
 @pytest.fixture(scope="module")

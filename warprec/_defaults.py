@@ -146,3 +146,8 @@ TUNE_SWITCH_Z = 2.0
 #: Seconds between the checks, while the workers of ``warprec.dask.fit`` train an epoch,
 #: that they are all still in the cluster (a call to a lost worker never returns).
 WAIT_POLL_SECONDS = 1.0
+
+#: The cosine losses' rows whose norm is off unit by more than this after an epoch (rows
+#: that Hogwild threads wrote at the same time) are rescaled to unit norm; the kernel's
+#: own rows are within float32 rounding of it.
+UNIT_NORM_TOLERANCE = 1e-5

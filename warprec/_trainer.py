@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from numba.core import event as numba_event
 
 from . import _validation
-from ._defaults import MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES
+from ._defaults import MAX_LEARNING_RATE_DROPS, PREFETCH_ABOVE_BYTES, UNIT_NORM_TOLERANCE
 from ._kernels import negatives as _negatives
 from ._kernels import order as _order
 from ._kernels import train as _train
@@ -46,7 +46,8 @@ __all__ = ["COMPILE_MESSAGE", "CompileWatch", "KernelInputs", "Target", "Trainer
            "compile_configuration", "compile_kernel", "kernel_inputs", "kernel_mode",
            "kernel_settings", "outgrows_cache",
            "sample_weights", "grades", "negative_cdf",
-           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "record_epoch"]
+           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "unit_rows_again",
+           "record_epoch"]
 
 log = logging.getLogger(__name__)
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -338,6 +339,17 @@ def unit_rows(matrix: np.ndarray) -> None:
     np.divide(matrix, norms, out=matrix, where=norms > 0)
 
 
+def unit_rows_again(matrix: np.ndarray, tolerance: float = UNIT_NORM_TOLERANCE) -> None:
+    """Rescale to unit norm, in place, the rows of a cosine loss's factors whose norm is
+    off by more than ``tolerance``: Hogwild threads that update one row at the same time
+    can leave it off unit (each writes a unit row, their elements interleave). Rows the
+    kernel left at unit norm are not touched, so one-thread fits stay bit for bit."""
+    norms = np.linalg.norm(matrix, axis=1)
+    off = np.flatnonzero((np.abs(norms - 1.0) > tolerance) & (norms > 0))
+    if off.size:
+        matrix[off] /= norms[off, None]
+
+
 def record_epoch(model: Any, info: dict[str, Any]) -> None:
     """Count one more epoch trained on ``model`` and append its statistics ``info`` (the
     entry is the same dict object, so what is added to it later is in ``history_`` too).
@@ -432,6 +444,9 @@ class Trainer:
                                     inputs.work, order, epoch, run_in_threads)
             if self.target.refresh is not None:
                 self.target.refresh()
+            if config.loss.sphere:   # (rows two threads wrote at once)
+                unit_rows_again(model.user_factors_)
+                unit_rows_again(model.item_factors_)
             seconds = time.perf_counter() - tic
             if not ok or not usable(model.user_factors_, model.item_factors_,
                                     model.item_biases_):

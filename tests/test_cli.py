@@ -409,23 +409,22 @@ def test_recommend_unknown_users_error_skip_or_popular(files):
     """An unknown user stops the batch by default, with a message naming --on-unknown;
     skip leaves it out with a warning, popular serves it the most popular items and marks
     its rows in the fallback column."""
-    d = files["dir"]
     proc = warprec("recommend", files["model"], 1, 999, "-k", 3)
     assert proc.returncode == 2 and "999" in proc.stderr and "--on-unknown" in proc.stderr
-    out = d / "skip.csv"
-    proc = warprec("recommend", files["model"], 1, 999, "-k", 3, "--on-unknown", "skip",
-                   "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    assert "warprec: warning: 1 requested user(s) unseen at fit time got no " in proc.stderr
-    rows = [line.split(",") for line in out.read_text().splitlines()]
+
+    def rows_of(*users, option):
+        out = files["dir"] / f"{option}.csv"
+        proc = warprec("recommend", files["model"], *users, "-k", 3, "--on-unknown", option,
+                       "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr, [line.split(",") for line in out.read_text().splitlines()]
+
+    stderr, rows = rows_of(1, 999, option="skip")
+    assert "warprec: warning: 1 requested user(s) unseen at fit time got no " in stderr
     assert rows[0] == ["user_id", "item_id", "score", "rank"]
     assert [r[0] for r in rows[1:]] == ["1"] * 3
-    out = d / "popular.csv"
-    proc = warprec("recommend", files["model"], 999, 1, "-k", 3, "--on-unknown", "popular",
-                   "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    assert "got the most popular items" in proc.stderr
-    rows = [line.split(",") for line in out.read_text().splitlines()]
+    stderr, rows = rows_of(999, 1, option="popular")
+    assert "got the most popular items" in stderr
     assert rows[0] == ["user_id", "item_id", "score", "rank", "fallback"]
     assert [(r[0], r[4]) for r in rows[1:]] == [("999", "True")] * 3 + [("1", "False")] * 3
     counts = {}

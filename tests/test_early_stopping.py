@@ -502,3 +502,35 @@ def test_learning_rate_drop_needs_validation(data):
     assert model.early_stopping_ and len(model.validation_scores_) == 3
     with pytest.raises(ValueError, match="learning_rate_drop"):
         WARPFactorizer(learning_rate_drop=0.0).fit(X)
+
+
+def test_refit_passes_share_the_first_passs_split_order(data, monkeypatch):
+    """With random_state=None every fit draws its own seed; the further validated passes
+    still hold out of the first pass's split order, so their hold-outs are disjoint."""
+    X, _ = data
+    calls = []
+    original = _validation.early_stopping_holdout
+
+    def recording(matrix, fraction, seed, fold=0):
+        calls.append((seed, fold))
+        return original(matrix, fraction, seed, fold)
+
+    monkeypatch.setattr(_validation, "early_stopping_holdout", recording)
+    model = WARPFactorizer(n_components=4, epochs=3, early_stopping="refit", n_threads=1,
+                           random_state=None).fit(X)
+    assert sorted({fold for _, fold in calls}) == [0, 1, 2]
+    assert len({seed for seed, _ in calls}) == 1
+    assert model.epochs_done_ == model.best_epoch_
+
+
+def test_refit_on_users_with_two_positives_validates_once():
+    """A user's last positive is never held out: with two positives each, only the first
+    hold-out has validation positives, and the refit validates in that one pass."""
+    rows = np.repeat(np.arange(200), 2)
+    cols = (rows * 7 + np.tile([0, 3], 200)) % 50
+    X = sp.csr_matrix((np.ones(400, np.float32), (rows, cols)), shape=(200, 50))
+    calls = []
+    model = WARPFactorizer(n_components=4, epochs=3, early_stopping="refit", n_threads=1,
+                           validation_fraction=0.5, random_state=0)
+    model.fit(X, callback=lambda m, info: calls.append(info["epoch"]))
+    assert calls == [0, 1, 2] + list(range(model.best_epoch_))

@@ -101,9 +101,11 @@ class TrainingConfig:
     #: pass to replay, as ``(epoch, rate)`` pairs
     drop_epochs: tuple[tuple[int, float], ...] = field(default=())
     #: ``early_stopping="refit"``'s validated passes: which disjoint hold-out a pass
-    #: validates on (``warprec._validation.holdout``'s ``fold``), whether its monitor
-    #: keeps the per-user scores, and the epochs it trains at least before stopping
+    #: validates on (``warprec._validation.holdout``'s ``fold``, of the split order of
+    #: ``validation_seed``, the first pass's model seed; None: the model's own), whether
+    #: its monitor keeps the per-user scores, and the epochs it trains at least
     validation_fold: int = 0
+    validation_seed: int | None = None
     record_validation: bool = False
     min_epochs: int = 0
 

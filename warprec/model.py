@@ -576,11 +576,18 @@ class WARPFactorizer(FactorRecommender):
                   ("validation_interval_", "learning_rate_drop_")}
         drops = self.learning_rate_drops_
         recordings = [monitor.recorded]
+        # (every pass holds out of the first pass's split order, even when each fit draws
+        # its own seed, random_state=None: the hold-outs are then disjoint)
+        matrix, seed = self.train_matrix_, self.seed_
         for fold in range(1, refit_folds(monitor.users.size)):
+            if not _validation.early_stopping_holdout(matrix, float(self.validation_fraction),
+                                                      seed, fold).any():
+                break   # (users with too few positives to hold out more)
             self._reset()
             trainer = self._train(X, sample_weight, None, callback, fresh=True,
                                   features=features, overrides=dict(
                                       record_validation=True, validation_fold=fold,
+                                      validation_seed=seed,
                                       validation_interval=record["validation_interval_"]))
             recordings.append(trainer.monitor.recorded)
         agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()))
@@ -860,8 +867,9 @@ class WARPFactorizer(FactorRecommender):
         if config.record_validation:   # a refit's validated pass: it scores the plain count
             config = replace(config, min_epochs=plain_epochs(int(config.epochs)))
         if validation_data is None:
+            seed = self.seed_ if config.validation_seed is None else config.validation_seed
             held = _validation.early_stopping_holdout(matrix, float(self.validation_fraction),
-                                                      self.seed_, config.validation_fold)
+                                                      seed, config.validation_fold)
             valid = _validation.select(matrix, held)
             matrix, weights = _validation.select(matrix, ~held), weights[~held]
         else:

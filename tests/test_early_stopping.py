@@ -534,3 +534,22 @@ def test_refit_on_users_with_two_positives_validates_once():
                            validation_fraction=0.5, random_state=0)
     model.fit(X, callback=lambda m, info: calls.append(info["epoch"]))
     assert calls == [0, 1, 2] + list(range(model.best_epoch_))
+
+
+def test_agreed_epochs_without_the_guard_take_the_peak_of_all_users():
+    curve = 0.25 + 0.05 * np.minimum(np.arange(1, 81), 60) / 60
+    noisy = [_recording(curve, 0.2, 2.0, 2_000, seed) for seed in range(3)]
+    guarded = agreed_epochs(noisy, plain=50)
+    free = agreed_epochs(noisy, plain=50, guard=False)
+    assert free.epochs == free.checked[int(np.argmax(free.scores))]
+    assert guarded.epochs == 50 != free.epochs
+
+
+def test_refit_where_the_defaults_early_stop_keeps_the_validated_peak(data, monkeypatch):
+    """On data where early_stopping="auto" validates (20,000 users or more; patched here)
+    the defaults keep their validated peak, and so does the refit."""
+    X, _ = data
+    monkeypatch.setattr(_validation, "auto_early_stopping", lambda matrix: True)
+    model = WARPFactorizer(n_components=8, epochs=40, early_stopping="refit", n_threads=1,
+                           random_state=4).fit(X)
+    assert model.best_epoch_ == int(np.argmax(model.validation_scores_)) + 1

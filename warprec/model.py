@@ -260,7 +260,9 @@ class WARPFactorizer(FactorRecommender):
         ``REFIT_Z`` (2) standard errors of the per-user differences (the peak chosen on
         half of the checked users, the test made on the other half), else the plain
         count: one small hold-out's best epoch is mostly noise (see
-        :mod:`warprec._selection`). ``validation_scores_`` are the passes' mean scores
+        :mod:`warprec._selection`). Where ``early_stopping="auto"`` validates (20,000
+        users or more) the defaults keep their validated peak, and ``best_epoch_`` is
+        that peak. ``validation_scores_`` are the passes' mean scores
         at the epochs every pass checked, ``history_`` that of the refit, and
         ``callback`` is called in every pass. With
         ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
@@ -590,7 +592,9 @@ class WARPFactorizer(FactorRecommender):
                                       validation_seed=seed,
                                       validation_interval=record["validation_interval_"]))
             recordings.append(trainer.monitor.recorded)
-        agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()))
+        # (where the defaults early-stop, they keep their validated peak: so does the refit)
+        agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()),
+                                  guard=not _validation.auto_early_stopping(matrix))
         log.info("early_stopping='refit': %d validated pass(es); the mean score peaks "
                  "after %d epochs (%+.4g against %d epochs, standard error %.2g): training "
                  "again for %d epochs", len(recordings), agreement.peak, agreement.gain,

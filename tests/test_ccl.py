@@ -11,7 +11,7 @@ from test_train_kernel import _problem as kernel_problem
 from warprec import WARPFactorizer
 from warprec._kernels import train
 from warprec._defaults import CCL_DROPOUT, UNIT_NORM_TOLERANCE
-from warprec._trainer import unit_rows_again
+from warprec._trainer import unit_rows
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate
@@ -178,7 +178,7 @@ def test_two_threads_keep_unit_rows():
         assert np.isfinite(a).all()
         np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=0.05)
         before = a.copy()
-        unit_rows_again(a)
+        unit_rows(a, UNIT_NORM_TOLERANCE)
         np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
         kept = np.abs(np.linalg.norm(before, axis=1) - 1.0) <= UNIT_NORM_TOLERANCE
         assert np.array_equal(a[kept], before[kept])

@@ -46,8 +46,7 @@ __all__ = ["COMPILE_MESSAGE", "CompileWatch", "KernelInputs", "Target", "Trainer
            "compile_configuration", "compile_kernel", "kernel_inputs", "kernel_mode",
            "kernel_settings", "outgrows_cache",
            "sample_weights", "grades", "negative_cdf",
-           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "unit_rows_again",
-           "record_epoch"]
+           "epoch_order", "fold_in_epochs", "usable", "finite", "unit_rows", "record_epoch"]
 
 log = logging.getLogger(__name__)
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -333,17 +332,12 @@ def usable(U: np.ndarray, V: np.ndarray, b: np.ndarray) -> bool:
     return float(score_bound(U, V, b)) < _F32_MAX
 
 
-def unit_rows(matrix: np.ndarray) -> None:
-    """Rescale the non-zero rows of a float32 matrix to unit norm, in place."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-
-
-def unit_rows_again(matrix: np.ndarray, tolerance: float = UNIT_NORM_TOLERANCE) -> None:
-    """Rescale to unit norm, in place, the rows of a cosine loss's factors whose norm is
-    off by more than ``tolerance``: Hogwild threads that update one row at the same time
-    can leave it off unit (each writes a unit row, their elements interleave). Rows the
-    kernel left at unit norm are not touched, so one-thread fits stay bit for bit."""
+def unit_rows(matrix: np.ndarray, tolerance: float = 0.0) -> None:
+    """Rescale to unit norm, in place, the non-zero rows of a float32 matrix whose norm is
+    off by more than ``tolerance``. After a cosine loss's epoch (``UNIT_NORM_TOLERANCE``):
+    Hogwild threads that update one row at the same time can leave it off unit (each
+    writes a unit row, their elements interleave); rows the kernel left at unit norm are
+    not touched, so one-thread fits stay bit for bit."""
     norms = np.linalg.norm(matrix, axis=1)
     off = np.flatnonzero((np.abs(norms - 1.0) > tolerance) & (norms > 0))
     if off.size:
@@ -445,8 +439,8 @@ class Trainer:
             if self.target.refresh is not None:
                 self.target.refresh()
             if config.loss.sphere:   # (rows two threads wrote at once)
-                unit_rows_again(model.user_factors_)
-                unit_rows_again(model.item_factors_)
+                unit_rows(model.user_factors_, UNIT_NORM_TOLERANCE)
+                unit_rows(model.item_factors_, UNIT_NORM_TOLERANCE)
             seconds = time.perf_counter() - tic
             if not ok or not usable(model.user_factors_, model.item_factors_,
                                     model.item_biases_):

@@ -156,21 +156,21 @@ class Monitor:
         self.n_threads = n_threads
         self.recorded: dict[int, np.ndarray] | None = {} if record else None
 
-    def __call__(self, user_factors, item_factors, item_biases, epochs=None):
-        """The metric's mean over the checked users (recorded under ``epochs`` when the
-        monitor records)."""
-        if self.recorded is None or epochs is None:
-            result = evaluate_factors(user_factors[self.users], item_factors, item_biases,
-                                      self.valid, self.train, k=self.k, metrics=[self.name],
-                                      n_relevant=self.n_relevant, n_threads=self.n_threads)
-            return float(result[self.key])  # type: ignore[arg-type]  # (not per user)
+    def values(self, user_factors, item_factors, item_biases):
+        """The metric of every checked user (float64, in the order of ``users``)."""
         frame = evaluate_factors(user_factors[self.users], item_factors, item_biases,
                                  self.valid, self.train, k=self.k, metrics=[self.name],
                                  n_relevant=self.n_relevant, n_threads=self.n_threads,
                                  per_user=True)
         assert isinstance(frame, pd.DataFrame)
-        values = frame[self.key].to_numpy(np.float64)
-        self.recorded[int(epochs)] = values
+        return frame[self.key].to_numpy(np.float64)
+
+    def __call__(self, user_factors, item_factors, item_biases, epochs=None):
+        """The metric's mean over the checked users (their values recorded under
+        ``epochs`` when the monitor records)."""
+        values = self.values(user_factors, item_factors, item_biases)
+        if self.recorded is not None and epochs is not None:
+            self.recorded[int(epochs)] = values
         defined = values[~np.isnan(values)]
         # (the same exactly rounded mean as evaluate_factors's)
         return math.fsum(defined.tolist()) / defined.size if defined.size else math.nan

@@ -521,24 +521,12 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
             monitor = _validation.Monitor(_validation.select(tiny, held),
                                           _validation.select(tiny, ~held), metric,
                                           [model.seed_, 2], 1)
-            _per_user_scores(monitor, model, 1)
+            monitor.values(model.user_factors_, model.item_factors_, model.item_biases_)
     seconds = time.perf_counter() - tic
     if watch.compiled:
         log.info("tune: compiled the search's kernels in %.1f s, before any trial (the "
                  "budget counts it)", seconds)
     return seconds
-
-
-def _per_user_scores(monitor, model, n_threads):
-    """The validation metric of every user of ``monitor`` for ``model``'s factors."""
-    from .metrics import evaluate_factors
-
-    m = monitor
-    frame = evaluate_factors(model.user_factors_[m.users], model.item_factors_,
-                             model.item_biases_, m.valid, m.train, k=m.k,
-                             metrics=[m.name], n_relevant=m.n_relevant,
-                             n_threads=n_threads, per_user=True)
-    return frame.iloc[:, 0].to_numpy(dtype=np.float64)  # type: ignore[union-attr]
 
 
 def _fit_until(model, X, deadline):
@@ -928,7 +916,8 @@ class _Search:
             # same seed) average over
             self.monitor = _validation.Monitor(self.valid, self.train, self.metric,
                                                [model.seed_, 2], self.n_threads)
-        return _per_user_scores(self.monitor, model, self.n_threads)
+        return self.monitor.values(model.user_factors_, model.item_factors_,
+                                   model.item_biases_)
 
     def challenger(self):
         """The best trial other than the defaults, or None."""

@@ -18,7 +18,7 @@ from warprec.tuning import CCL_SEARCH_SPACE, SEARCH_SPACE, WARP_SEARCH_SPACE
 
 #: The parameters of the default space: the WARP dict's, then the cosine loss's others.
 DEFAULT_KEYS = ("learning_rate", "alpha", "max_sampled", "n_components", "rank_weighting",
-                "max_violators", "loss", "negative_weight", "margin", "n_negatives")
+                "max_violators", "loss", "negative_weight", "margin", "n_negatives", "dropout")
 COLUMNS = ["trial", "bracket", "rung", *DEFAULT_KEYS, "max_epochs", "epochs_run", "epochs",
            "score", "metric", "seconds", "status"]
 
@@ -67,7 +67,17 @@ def test_budget_is_respected_and_used(result):
     assert out.trials["seconds"].sum() <= out.elapsed_seconds
 
 
-def test_trials_table_and_defaults_first(result):
+def _zero_shot(X, space=SEARCH_SPACE):
+    """The configurations tune starts its search with on X (the zero-shot start)."""
+    from warprec import _portfolio, tuning
+
+    space = tuning._check_space(space, X.shape[1])
+    defaults = WARPFactorizer().get_params()
+    return [tuning._complete(p, space, defaults) for p in _portfolio.ranked(
+        X, space, lambda p, sub: tuning._holds(p, sub, defaults["loss"]))]
+
+
+def test_trials_table_and_defaults_first(X, result):
     out, _ = result
     trials = out.trials
     assert list(trials.columns) == COLUMNS
@@ -87,8 +97,13 @@ def test_trials_table_and_defaults_first(result):
     # a trial's score (its best so far) never decreases over its evaluations
     for _, rows in trials.groupby("trial"):
         assert rows["score"].is_monotonic_increasing
+    # the zero-shot start comes first: the portfolio's configurations, complete
+    first = _zero_shot(X)
+    assert len(first) == 3
+    assert _configs(trials)[1:4] == [tuple(config.get(k, "-") for k in DEFAULT_KEYS)
+                                     for config in first]
     # configurations sampled from the default space stay in it: each from one of its dicts
-    sampled = trials[trials["trial"] > 0]
+    sampled = trials[trials["trial"] > len(first)]
     cosine = sampled["loss"] == "ccl"
     assert 0 < cosine.sum() < len(sampled)
     for rows, space in ((sampled[~cosine], WARP_SEARCH_SPACE),

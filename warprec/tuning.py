@@ -1,7 +1,9 @@
 """Hyperparameter search for :class:`warprec.WARPFactorizer` within a wall-time budget.
 
 :func:`tune` trains the estimator's default parameters with early stopping to their
-best epoch, then samples configurations from a search space and runs successive halving
+best epoch, then tries a portfolio of configurations ranked by the data's shape (the
+zero-shot start, :mod:`warprec._portfolio`) and samples further ones from a search space,
+running successive halving
 on them (Jamieson & Talwalkar 2016; the repeated brackets of Hyperband, Li et al. 2018):
 every configuration of a bracket trains with early stopping for a few epochs, the best
 third trains longer, and so on, until the time budget (which includes the final refit on
@@ -34,7 +36,7 @@ from numbers import Real
 
 import numpy as np
 
-from . import _validation
+from . import _portfolio, _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
 from ._plan import check_params, resolve_epochs, training_input
 from ._state import draw_seed
@@ -84,6 +86,7 @@ WARP_SEARCH_SPACE = types.MappingProxyType({
 #: margin            0.6, 0.8 or 0.9
 #: n_negatives       100, 200 or 500
 #: n_components      32, 64 or 128
+#: dropout           0 or 0.1
 #: ================  ===========================================
 CCL_SEARCH_SPACE = types.MappingProxyType({
     "loss": ["ccl"],
@@ -92,6 +95,7 @@ CCL_SEARCH_SPACE = types.MappingProxyType({
     "margin": [0.6, 0.8, 0.9],
     "n_negatives": [100, 200, 500],
     "n_components": [32, 64, 128],
+    "dropout": [0.0, 0.1],
 })
 
 #: The default search space of :func:`tune`: both losses, each configuration drawn from
@@ -224,9 +228,13 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     the best ``1 / REDUCTION_FACTOR`` of them (with ``partial_fit``, from their best
     epoch) to ``REDUCTION_FACTOR`` times as many epochs (rung 1), and so on up to
     ``max_epochs``; a trial that early stopping ended is not continued but still
-    competes. Then the next bracket starts with new configurations. Configurations are drawn from
-    ``search_space`` by a numpy Generator seeded by ``random_state`` (a configuration
-    is never drawn twice).
+    competes. Then the next bracket starts with new configurations. The first
+    configurations are the zero-shot start: the configurations of a small portfolio that
+    each beat the defaults on a set of the data family warprec is measured on, those the
+    search space can give, ordered by how they did on the family set whose shape (users,
+    positives per user and per item) is nearest to X's (``warprec._portfolio``). The
+    others are drawn from ``search_space`` by a numpy Generator seeded by
+    ``random_state`` (a configuration is never drawn twice).
 
     The choice: the trial with the best validation score other than the defaults wins
     only if its mean per-user gain over the defaults (both at their best epochs, on the
@@ -382,8 +390,13 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         raise
     # the budget counts from the call's start, compilation included (the call ends when
     # it said it would); no trial's time or estimate includes the compilation, done first
+    # the zero-shot start: the portfolio's configurations the space holds, in the order
+    # of the family set of the nearest shape
+    defaults = WARPFactorizer().get_params()
+    first = [_complete(params, space, defaults) for params in _portfolio.ranked(
+        matrix, space, lambda params, sub: _holds(params, sub, defaults["loss"]))]
     search = _Search(
-        full=full, train=_validation.select(matrix, ~held),
+        first=first, full=full, train=_validation.select(matrix, ~held),
         valid=_validation.select(matrix, held),
         refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
@@ -570,9 +583,11 @@ class _Trial:
 class _Search:
     """State of one :func:`tune` call's successive halving."""
 
-    def __init__(self, *, full, train, valid, refit, space, seed, metric, fraction,
+    def __init__(self, *, first, full, train, valid, refit, space, seed, metric, fraction,
                  max_epochs, patience, n_threads, start, budget, progress):
         from .model import WARPFactorizer
+
+        self.first = list(first)     # the zero-shot start, drawn before any random draw
 
         self.full, self.train, self.valid, self.refit = full, train, valid, refit
         # large data: the estimator's checks (every validation_interval_ epochs); small
@@ -777,9 +792,15 @@ class _Search:
 
     def sample(self):
         """A configuration not drawn before, or None when the discrete spaces are used
-        up. With several sub-spaces, one is chosen uniformly among those not used up,
-        then its parameters are drawn (scikit-learn's ``ParameterSampler`` does the
-        same with a list of dicts)."""
+        up: the zero-shot start's next configuration while any is left; then, with
+        several sub-spaces, one is chosen uniformly among those not used up, and its
+        parameters are drawn (scikit-learn's ``ParameterSampler`` does the same with a
+        list of dicts)."""
+        while self.first:
+            params = self.first.pop(0)
+            if _key(params) not in self.seen:
+                self.seen.add(_key(params))
+                return params
         for _ in range(1000):
             open_ = [i for i, left in enumerate(self.left) if left is None or left > 0]
             if not open_:
@@ -1021,6 +1042,32 @@ def _space_size(space):
             return None
         size *= len({repr(c) for c in spec[1]})
     return size
+
+
+def _allows(spec, value):
+    """Whether a checked parameter spec (choices or log-uniform) holds ``value``."""
+    if spec[0] == _LOG_UNIFORM:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and spec[1] <= value <= spec[2]
+    return repr(value) in {repr(c) for c in spec[1]}
+
+
+def _holds(params, sub, default_loss):
+    """Whether sub-space ``sub`` can give a configuration that sets ``params`` and leaves
+    its other parameters at their defaults (``params``' loss, or ``default_loss`` if it
+    sets none, must be one of the sub-space's, or the default where it has none)."""
+    loss = params.get("loss", default_loss)
+    if not (_allows(sub["loss"], loss) if "loss" in sub else loss == default_loss):
+        return False
+    return all(name in sub and _allows(sub[name], value)
+               for name, value in params.items() if name != "loss")
+
+
+def _complete(params, space, defaults):
+    """``params`` as a configuration of the first sub-space that holds it: its other
+    parameters at the estimator's ``defaults``."""
+    sub = next(sub for sub in space if _holds(params, sub, defaults["loss"]))
+    return {name: params.get(name, defaults[name]) for name in sub}
 
 
 def _in_space(params, space):

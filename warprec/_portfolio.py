@@ -4,10 +4,9 @@ A search that draws configurations at random spends its first rungs on configura
 data set has ever liked. :func:`warprec.tune` instead starts with a small portfolio of
 configurations that each won on some set of the family warprec's defaults are measured on
 (``benchmarks/results/ablation.md``), in the order that the family set most like the
-data ranks them (nearest neighbour on :func:`shape`, as FLAML's zero-shot AutoML
-chooses its starting configurations from meta-features: Wu, Wang, Liu & Huang 2021,
-"Frugal optimization for cost-related hyperparameters", AAAI; Kayali & Wang 2022,
-"Mining robust default configurations for resource-constrained AutoML", arXiv:2202.09927).
+data ranks them (nearest neighbour on :func:`shape`, as FLAML's zero-shot AutoML chooses
+configurations from a portfolio by the data's meta-features: Kayali & Wang 2022, "Mining
+robust default configurations for resource-constrained AutoML").
 Only the order of the trials comes from the table: every configuration still competes
 on the data's own validation split, so a wrong guess costs time, never quality.
 """

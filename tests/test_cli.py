@@ -162,6 +162,12 @@ def test_fit_recommend_evaluate(files):
     assert proc.returncode == 0, proc.stderr
     assert "warprec" in proc.stdout and "popularity" in proc.stdout
     assert "ndcg@5" in proc.stdout and "Traceback" not in proc.stderr
+    # (a fit's report goes to stderr with --json: stdout is the JSON alone)
+    proc = warprec("evaluate", files["ratings"], "--test", files["test"], "-k", 5,
+                   "--epochs", 3, "--quiet", "--factors", 8, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)) == {"warprec", "popularity"}
+    assert "fitted" in proc.stderr
     proc = warprec("evaluate", files["ratings"], "--test", files["test"], "--model",
                    files["model"], "--json")
     assert proc.returncode == 0, proc.stderr

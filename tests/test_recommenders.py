@@ -3,7 +3,7 @@
 from recommender_base import RecommenderBaseTestMixin
 
 from warprec import WARPFactorizer
-from warprec.baselines import PopularityRecommender
+from warprec.baselines import FeaturePopularityRecommender, PopularityRecommender
 
 
 class TestWARPFactorizer(RecommenderBaseTestMixin):
@@ -26,3 +26,11 @@ class TestCosineContrastiveFactorizer(RecommenderBaseTestMixin):
     model_params = dict(n_components=4, epochs=3, n_threads=1, random_state=0, loss="ccl",
                         n_negatives=10)
     supports_save = True
+
+
+class TestFeaturePopularityRecommender(RecommenderBaseTestMixin):
+    """Fit without side features it ranks by popularity, through the same API."""
+    model_class = FeaturePopularityRecommender
+    model_params = dict(n_threads=1)
+    no_save_reason = ("FeaturePopularityRecommender has no save/load: it learns nothing but "
+                      "item and feature counts, refit in milliseconds")

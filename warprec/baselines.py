@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._base import FactorRecommender, fit_input
+from ._features import FeatureEncoder
 
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Any, Literal, overload
 
+    from numpy.typing import NDArray
     from typing_extensions import Self
 
-    from ._typing import Float32Array, InteractionData, UserItems
+    from ._typing import FeatureData, Float32Array, InteractionData, UserItems
 
-__all__ = ["PopularityRecommender"]
+__all__ = ["FeaturePopularityRecommender", "PopularityRecommender"]
 
 
 class PopularityRecommender(FactorRecommender):
@@ -55,3 +57,67 @@ class PopularityRecommender(FactorRecommender):
         matrix = self.user_item_rows(user_items, user_col=user_col, item_col=item_col,
                                      on_unknown=on_unknown)
         return np.zeros((matrix.shape[0], 1), dtype=np.float32)
+
+
+class FeaturePopularityRecommender(PopularityRecommender):
+    """Rank items by the popularity of their side features: the cold-start baseline.
+
+    Each feature's popularity is its share of the training positives: the positives of
+    the items that have it, weighted by the feature's value, over all positives. An
+    item's score is the sum of its features' popularities (weighted by its feature
+    values), the same list for every user. Items the model was not fit on are scored
+    from their feature rows (``recommend(..., item_features=...)``,
+    ``item_embeddings(item_features=...)``), so that a catalogue's new items, which
+    have no positives, are ranked by how popular items like them were. Fit without
+    ``item_features`` it is :class:`PopularityRecommender` (each item its own feature).
+
+    Attributes
+    ----------
+    feature_popularity_ : ndarray of float64, shape (n_features,)
+        Each feature's share of the training positives.
+    item_feature_encoder_ : FeatureEncoder or None
+        The feature columns (as in :class:`warprec.WARPFactorizer`), None without
+        features.
+    """
+
+    feature_popularity_: NDArray[np.float64]
+    item_feature_encoder_: FeatureEncoder | None
+
+    def fit(self, X: InteractionData, *, item_features: FeatureData | None = None,
+            user_col: str | int | None = None, item_col: str | int | None = None) -> Self:
+        """Count each item's positives in ``X`` and, with ``item_features`` (a DataFrame
+        with an ``item_id`` column or a matrix with one row per item of ``X``, as
+        :meth:`warprec.WARPFactorizer.fit` takes them), each feature's share of them."""
+        super().fit(X, user_col=user_col, item_col=item_col)
+        counts = self.item_biases_.astype(np.float64)
+        if item_features is None:
+            self.item_feature_encoder_ = None
+            self.feature_popularity_ = counts / counts.sum()
+            return self
+        encoder = FeatureEncoder("item")
+        features = encoder.fit(item_features, self.item_ids_, self.train_matrix_.shape[1])
+        self.item_feature_encoder_ = encoder
+        self.feature_popularity_ = np.asarray(features.T @ counts, dtype=np.float64) \
+            / counts.sum()
+        self.item_biases_ = np.asarray(features @ self.feature_popularity_, dtype=np.float32)
+        return self
+
+    if TYPE_CHECKING:  # items have biases, users none
+        @overload
+        def _embed_features(self, kind: Literal["user"], features: FeatureData,
+                            ) -> tuple[Float32Array, None, NDArray[Any]]: ...
+
+        @overload
+        def _embed_features(self, kind: Literal["item"], features: FeatureData,
+                            ) -> tuple[Float32Array, Float32Array, NDArray[Any]]: ...
+
+    def _embed_features(self, kind: Literal["user", "item"], features: FeatureData,
+                        ) -> tuple[Float32Array, Float32Array | None, NDArray[Any]]:
+        """Zero factors and the feature-popularity scores as biases of the item rows
+        ``features`` describes."""
+        if kind != "item" or self.item_feature_encoder_ is None:
+            return super()._embed_features(kind, features)
+        matrix, labels = self.item_feature_encoder_.transform(features)
+        biases = np.asarray(matrix @ self.feature_popularity_, dtype=np.float32)
+        factors = np.zeros((matrix.shape[0], 1), dtype=np.float32)
+        return factors, biases, np.arange(matrix.shape[0]) if labels is None else labels

@@ -159,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "hit_rate, auc, ndcg_graded (default: all but auc and ndcg_graded; "
                         "e.g. --metrics ndcg,auc: NDCG and the full AUC)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument("--item-features", help="CSV of item features with an item id column, as "
+                                           "for `warprec fit --item-features`: fit the "
+                                           "hybrid model")
+    p.add_argument("--cold-items", type=float, default=None, metavar="FRACTION",
+                   help="also measure item cold start: hold out every rating of this share "
+                        "of the items that have features (e.g. 0.2), fit on the rest, and "
+                        "report the quality on the warm items and, ranking the held-out "
+                        "items from their features alone, on the cold ones, beside the "
+                        "popularity and feature-popularity baselines (needs "
+                        "--item-features)")
     _dask_args(p, "fit (unless --model) and evaluate",
                "one shard of users per worker (see docs/scaling.md)")
     _data_args(p)
@@ -427,6 +437,8 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.k < 1:
         raise CLIError(f"-k must be a positive integer (got {args.k}).")
+    if args.cold_items is not None:
+        return _evaluate_cold_items(args, out)
     on_dask = _on_dask(args)
     if on_dask and not args.model:
         _check_dask_fit(args)
@@ -446,10 +458,15 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     model = WARPFactorizer.load(args.model) if args.model else None
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(_dask_client(args)) if on_dask else None
+        # (with --json the fit's report goes to stderr: stdout holds the JSON alone)
+        report = sys.stderr if args.json else out
         if model is None and client is not None:
-            model = _fit_on_dask(_make_model(args), train, args, out, client)
+            if args.item_features:
+                raise CLIError("--item-features: side features train on one machine; "
+                               "leave out --dask-scheduler / --workers.")
+            model = _fit_on_dask(_make_model(args), train, args, report, client)
         elif model is None:
-            model = _fit(_make_model(args), train, out)
+            model = _fit(_make_model(args), train, report, **_read_side_features(args))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # users/items only in test: _report_unknown
             # the popularity baseline is a warprec factor model too (zero user factors,
@@ -474,6 +491,67 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"evaluated on {rows[0][1]['n_users']} test users\n")
         out.write(_metrics_table(rows, args.k))
     _report_unknown(model, test)
+    return 0
+
+
+def _evaluate_cold_items(args, out):
+    """``warprec evaluate --cold-items F``: the warm and the cold items' quality of the
+    hybrid model, popularity and feature popularity (see the option's help)."""
+    import numpy as np
+
+    from .baselines import FeaturePopularityRecommender, PopularityRecommender
+    from .data import read_features, split_cold_items, split_random
+    from .evaluation import evaluate, evaluate_cold_items
+
+    for given, name in ((args.test, "--test"), (args.model, "--model"),
+                        (args.dask_scheduler or args.workers, "--dask-scheduler/--workers")):
+        if given:
+            raise CLIError(f"--cold-items makes its own split and fits its own model on one "
+                           f"machine: leave out {name}.")
+    if not args.item_features:
+        raise CLIError("--cold-items ranks the held-out items from their features: pass "
+                       "--item-features FILE (e.g. MovieLens movies.csv).")
+    if not 0.0 < args.cold_items < 1.0:
+        raise CLIError(f"--cold-items must be in (0, 1) (got {args.cold_items}).")
+    if not 0.0 < args.test_fraction < 1.0:
+        raise CLIError(f"--test-fraction must be in (0, 1) (got {args.test_fraction}).")
+    data = _read_positives(args.ratings, args)
+    features = read_features(args.item_features, "item")
+    try:
+        rest, cold_test = split_cold_items(data, args.cold_items, random_state=args.seed,
+                                           items=features["item_id"])
+    except ValueError as exc:
+        raise CLIError(f"--cold-items {args.cold_items}: {exc}") from None
+    train, warm_test = split_random(rest, test_fraction=args.test_fraction,
+                                    random_state=args.seed)
+    warm_features = features[features["item_id"].isin(train["item_id"])]
+    cold_features = features[features["item_id"].isin(cold_test["item_id"])]
+    model = _fit(_make_model(args), train, sys.stderr if args.json else out,
+                 item_features=warm_features)
+    baselines = {"popularity": PopularityRecommender().fit(train),
+                 "feature pop.": FeaturePopularityRecommender().fit(
+                     train, item_features=warm_features)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # test users only in the held-out rows
+        warm = [(label, evaluate(m, warm_test, train=train, k=args.k, metrics=args.metrics))
+                for label, m in (("warprec", model), *baselines.items())]
+        cold = [(label, evaluate_cold_items(m, cold_test, cold_features, k=args.k,
+                                            metrics=args.metrics))
+                for label, m in (("warprec", model),
+                                 ("feature pop.", baselines["feature pop."]))]
+    if args.json:
+        out.write(json.dumps({"warm": dict(warm), "cold": dict(cold)}, indent=2) + "\n")
+        return 0
+    n_cold = cold_features.shape[0]
+    out.write(f"warm items: {train['item_id'].nunique()} items, {warm[0][1]['n_users']} test "
+              f"users\n")
+    out.write(_metrics_table(warm, args.k))
+    out.write(f"cold items: {n_cold} items never trained on "
+              f"({np.round(100 * args.cold_items):.0f}% of those with features), ranked from "
+              f"their features, {cold[0][1]['n_users']} test users (popularity cannot rank "
+              f"them: they have no positives)\n")
+    out.write(_metrics_table([(label, {n: v for n, v in m.items() if n != "n_items"})
+                              for label, m in cold], args.k))
     return 0
 
 

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from ._base import FactorRecommender
     from ._typing import OnUnknown
 
-__all__ = ["DEFAULT_METRICS", "METRIC_NAMES", "evaluate", "evaluate_factors"]
+__all__ = ["DEFAULT_METRICS", "METRIC_NAMES", "evaluate", "evaluate_cold_items",
+           "evaluate_factors"]
 
 #: What :func:`evaluate` takes as test and train interactions: whatever the model
 #: converts into its index space.
@@ -417,6 +418,98 @@ def evaluate(model: FactorRecommender, test: InteractionData,
         inputs["test"], inputs.get("train"), k, metrics=metrics,
         n_relevant=inputs.get("n_relevant"), n_threads=n_threads, per_user=per_user,
         user_ids=inputs.get("user_ids"))
+
+
+def evaluate_cold_items(model: FactorRecommender, test: pd.DataFrame,
+                        item_features: pd.DataFrame, k: int = 10, *,
+                        metrics: str | Iterable[str] | None = None,
+                        n_threads: int | None = None) -> dict[str, float | int]:
+    """Top-k ranking metrics on items the model was never trained on (item cold start).
+
+    The candidates are the items of ``item_features``' rows, none of which the model
+    knows: each is embedded from its features alone (``model.item_embeddings(
+    item_features=...)``). Every test user the model knows ranks all the candidates
+    (``U[u] @ V[i] + b[i]``; nothing to exclude: the user has no training positive on
+    them), and the metrics are computed against the user's rows of ``test`` (see
+    :func:`evaluate_factors`). Held-out items typically come from
+    :func:`warprec.splitting.split_cold_items`.
+
+    Parameters
+    ----------
+    model : FactorRecommender
+        A fitted model fit on raw ids that embeds items from side features: a
+        :class:`~warprec.WARPFactorizer` fit with ``item_features``, or
+        :class:`~warprec.baselines.FeaturePopularityRecommender`.
+    test : pandas.DataFrame
+        ``user_id`` and ``item_id`` columns: the held-out positives, every item among
+        ``item_features``' rows.
+    item_features : pandas.DataFrame
+        One row per candidate item: an ``item_id`` column and the model's feature
+        columns.
+    k : int, default 10
+    metrics : str or sequence of str, optional
+        As :func:`evaluate`.
+    n_threads : int, optional
+
+    Returns
+    -------
+    dict
+        As :func:`evaluate_factors` (``"n_users"``: the test users evaluated), plus
+        ``"n_items"``: the number of candidates. Test users the model does not know are
+        left out, with a :class:`~warprec.exceptions.WarprecWarning` that says how many.
+
+    Raises
+    ------
+    ValueError
+        A candidate is an item the model was trained on, ``item_features`` repeats an
+        item, a test item has no row in ``item_features``, or the model was fit on
+        indices rather than raw ids.
+    """
+    k = check_k(k)
+    metric_selection(metrics)
+    if n_threads is not None:
+        check_positive_int(n_threads, "n_threads")
+    for frame, name, columns in ((test, "test", ("user_id", "item_id")),
+                                 (item_features, "item_features", ("item_id",))):
+        if not isinstance(frame, pd.DataFrame) or not set(columns) <= set(frame.columns):
+            raise ValueError(f"evaluate_cold_items: {name} must be a DataFrame with "
+                             f"{' and '.join(columns)} columns.")
+    user_ids, item_ids = model.user_ids_, model.item_ids_
+    if user_ids is None or item_ids is None:
+        raise ValueError("evaluate_cold_items needs a model fit on raw ids (a DataFrame), "
+                         "so that test rows and feature rows can name users and items.")
+    candidates = pd.Index(item_features["item_id"])
+    if candidates.has_duplicates:
+        raise ValueError(f"item_features repeats items (first: "
+                         f"{candidates[candidates.duplicated()][0]!r}); give one row each.")
+    known = pd.Index(item_ids).get_indexer(candidates) >= 0
+    if known.any():
+        raise ValueError(f"{int(known.sum())} rows of item_features are items the model was "
+                         f"trained on (first: {candidates[known][0]!r}); cold items are "
+                         f"items it never saw: hold them out with split_cold_items.")
+    columns = candidates.get_indexer(test["item_id"])
+    if (columns < 0).any():
+        missing = test["item_id"].to_numpy()[columns < 0]
+        raise ValueError(f"{int((columns < 0).sum())} test rows name items without a row "
+                         f"in item_features (first: {missing[0]!r}); every cold item "
+                         f"needs its features.")
+    rows = pd.Index(user_ids).get_indexer(test["user_id"])
+    unknown = rows < 0
+    if unknown.any():
+        warnings.warn(f"evaluate_cold_items: {int(unknown.sum())} test rows of "
+                      f"{pd.unique(test['user_id'][unknown]).size} users the model was not "
+                      f"fit on are left out.", WarprecWarning, stacklevel=2)
+    users, user_rows = np.unique(rows[~unknown], return_inverse=True)
+    relevant = sp.csr_matrix((np.ones(user_rows.size, np.float32),
+                              (user_rows, columns[~unknown])),
+                             shape=(users.size, len(candidates)))
+    relevant.sum_duplicates()
+    relevant.data[:] = 1.0
+    factors, biases = model.item_embeddings(item_features=item_features)
+    user_factors = model.user_embeddings()[users]
+    out = cast("dict[str, float | int]", evaluate_factors(
+        user_factors, factors, biases, relevant, None, k, metrics=metrics, n_threads=n_threads))
+    return {**out, "n_items": len(candidates)}
 
 
 def _evaluate_with_fallback(inputs: dict[str, Any], fallback: dict[str, Any], k: int,

@@ -1,8 +1,9 @@
 """Train/test splits of canonical interaction frames.
 
 The functions :func:`split_random` (per-user random hold-out), :func:`split_leave_k_out`
-(k rows per user, at random or the latest) and :func:`split_temporal` (per-user latest
-rows, or a global time cut) return one ``(train, test)`` pair of frames;
+(k rows per user, at random or the latest), :func:`split_temporal` (per-user latest
+rows, or a global time cut) and :func:`split_cold_items` (every row of a random share
+of the items, for cold-start evaluation) return one ``(train, test)`` pair of frames;
 :class:`PerUserHoldout` yields repeated per-user random hold-outs as row positions, the
 cross-validator scikit-learn's searches take (also importable from
 :mod:`warprec.model_selection`). :func:`split_random` and :class:`PerUserHoldout` hold
@@ -30,7 +31,8 @@ from ._inputs import POSITIVE_INT, Interval, check_positive_int, validate_params
 from ._messages import show
 from .exceptions import WarprecWarning
 
-__all__ = ["PerUserHoldout", "split_leave_k_out", "split_random", "split_temporal"]
+__all__ = ["PerUserHoldout", "split_cold_items", "split_leave_k_out", "split_random",
+           "split_temporal"]
 
 #: What a ``random_state`` argument takes: anything :func:`numpy.random.default_rng`
 #: accepts (the global NumPy random state is never used).
@@ -81,6 +83,60 @@ def split_random(df: pd.DataFrame, test_fraction: float = 0.2,
     key = rng.random(len(df))
     rank, n_u = rank_within_user(users, n_users, key)
     return _split_by_mask(df, rank < _n_held_out(test_fraction, n_u))
+
+
+def split_cold_items(df: pd.DataFrame, fraction: float = 0.2, random_state: SeedLike = 0, *,
+                     items: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hold out every row of a random share of the items: the *cold* items of a
+    cold-start evaluation, which the model then never trains on.
+
+    ``round(fraction * n)`` of the ``n`` candidate items (the distinct items of ``df``
+    that are also in ``items``, or all of them), chosen uniformly at random, lose every
+    row to the test set. Concretely the candidates are sorted, and the first of
+    ``np.random.default_rng(random_state).permutation(n)`` are held out.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Canonical frame (needs ``user_id`` and ``item_id``). Not modified.
+    fraction : float, default 0.2
+        In ``(0, 1)``: the share of the candidate items held out.
+    random_state : int, numpy.random.Generator or None, default 0
+        Anything :func:`numpy.random.default_rng` accepts.
+    items : array-like, optional
+        The items that may be held out, e.g. those with side features (a cold item is
+        ranked from its features, so one without any cannot be). Default: every item.
+
+    Returns
+    -------
+    (train, test) : tuple of pandas.DataFrame
+        Disjoint sets of rows covering ``df``, each in the original row order with a
+        fresh RangeIndex; no item of ``test`` has a row in ``train``.
+
+    Raises
+    ------
+    ValueError
+        ``fraction`` outside ``(0, 1)``, or it holds out no item (or every item: then
+        nothing is left to train on).
+    """
+    require_columns(df, ("user_id", "item_id"), "split_cold_items")
+    if not (0.0 < float(fraction) < 1.0):
+        raise ValueError(f"fraction must be in (0, 1), got {fraction!r}.")
+    present = pd.unique(df["item_id"])
+    candidates = present if items is None else present[
+        pd.Index(pd.unique(np.asarray(items, dtype=object))).get_indexer(present) >= 0]
+    candidates = np.sort(np.asarray(candidates))
+    n_cold = int(round(float(fraction) * len(candidates)))
+    if n_cold == 0:
+        raise ValueError(f"split_cold_items: fraction={fraction} of {len(candidates)} "
+                         f"candidate items holds out none; raise fraction or pass more "
+                         f"items.")
+    if n_cold == len(present):
+        raise ValueError(f"split_cold_items: fraction={fraction} holds out every item; "
+                         f"lower it so that some items are left to train on.")
+    rng = np.random.default_rng(random_state)
+    cold = candidates[rng.permutation(len(candidates))[:n_cold]]
+    return _split_by_mask(df, df["item_id"].isin(cold).to_numpy())
 
 
 def split_leave_k_out(df: pd.DataFrame, k: int = 1, random_state: SeedLike = 0,

@@ -162,6 +162,8 @@ def main(argv=None):
                         help="seconds of warprec.tune per data set (part 'tune')")
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="run seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--report", action="store_true")
@@ -180,7 +182,7 @@ def main(argv=None):
             if part == "remeasure":
                 remeasure(ds, scorer, args)
                 continue
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 if part in DEFAULTS_PARTS:
                     points = [_defaults_part(part, ds)]
                     run = run_warprec

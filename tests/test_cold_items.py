@@ -10,8 +10,8 @@ from naive_metrics import naive_ndcg, naive_precision, naive_ranking
 
 from warprec import WARPFactorizer, WarprecWarning
 from warprec.baselines import FeaturePopularityRecommender
-from warprec.evaluation import evaluate_cold_items
-from warprec.splitting import split_cold_items
+from warprec.evaluation import evaluate_cold_items, evaluate_cold_users
+from warprec.splitting import split_cold_items, split_cold_users
 
 GENRES = ["A", "B", "C", "D"]
 
@@ -179,7 +179,7 @@ def test_cli_evaluate_cold_items(files, capsys):
     code, out, err = _cli(base, capsys)
     assert code == 0, err
     warm, cold = out.split("cold items: ")
-    assert "warm items: " in warm and "10 items never trained on" in cold
+    assert "warm: " in warm and "10 items never trained on" in cold
     for table, labels in ((warm, ("warprec", "popularity", "feature pop.")),
                           (cold, ("warprec", "feature pop."))):
         rows = [line.split()[0] for line in table.splitlines() if line.startswith(
@@ -218,3 +218,116 @@ def test_cli_evaluate_with_item_features_fits_the_hybrid_model(files, capsys):
     import json
     assert set(json.loads(out)) == {"warprec", "popularity"}
     assert "fitted" in err
+
+
+# ------------------------------------------------------------------ user cold start
+def _users(df):
+    """Each user's features: the genre they like (u % 4) and a feature of no use."""
+    users = pd.unique(df["user_id"])
+    index = np.array([int(u[1:]) for u in users])
+    return pd.DataFrame({"user_id": users, "taste": [GENRES[i % 4] for i in index],
+                         "noise": [f"n{i % 3}" for i in index]})
+
+
+def _user_reference(model, test, features, k):
+    U = model.user_embeddings(user_features=features)
+    V, b = model.item_embeddings()
+    items = list(model.item_ids_)
+    ndcg = []
+    for row, user in enumerate(features["user_id"]):
+        relevant = {items.index(i) for i in test["item_id"][test["user_id"] == user]
+                    if i in set(items)}
+        if not relevant:
+            continue
+        ranked = naive_ranking(U[row] @ V.T + b, np.ones(len(items), bool))
+        ndcg.append(naive_ndcg(ranked, {i: 1.0 for i in relevant}, k, form="linear"))
+    return np.mean(ndcg), len(ndcg)
+
+
+def test_split_cold_users():
+    df, _ = _catalogue()
+    train, test = split_cold_users(df, 0.25, random_state=2)
+    cold = set(test["user_id"])
+    assert len(cold) == 15 and not cold & set(train["user_id"])
+    assert len(train) + len(test) == len(df)
+
+
+@pytest.mark.parametrize("kind", ["popularity", "hybrid"])
+def test_evaluate_cold_users_against_the_reference(kind):
+    from warprec.baselines import PopularityRecommender
+
+    df, _ = _catalogue()
+    features = _users(df)
+    train, test = split_cold_users(df, 0.25, random_state=2)
+    warm = features[features["user_id"].isin(train["user_id"])]
+    cold = features[features["user_id"].isin(test["user_id"])]
+    if kind == "hybrid":
+        model = WARPFactorizer(n_components=8, epochs=5, n_threads=1, random_state=0).fit(
+            train, user_features=warm)
+    else:
+        model = PopularityRecommender().fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)   # items only cold users rated
+        out = evaluate_cold_users(model, test, cold, k=5, metrics=["ndcg"])
+    ndcg, n_users = _user_reference(model, test, cold, 5)
+    assert out["n_users"] == n_users
+    assert np.isclose(out["ndcg@5"], ndcg, atol=1e-6)
+
+
+def test_evaluate_cold_users_ranks_by_features():
+    from warprec.baselines import PopularityRecommender
+
+    df, _ = _catalogue()
+    features = _users(df)
+    train, test = split_cold_users(df, 0.25, random_state=2)
+    warm = features[features["user_id"].isin(train["user_id"])]
+    cold = features[features["user_id"].isin(test["user_id"])]
+    model = WARPFactorizer(n_components=8, epochs=30, n_threads=1, random_state=0).fit(
+        train, user_features=warm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WarprecWarning)
+        learnt = evaluate_cold_users(model, test, cold, k=5, metrics=["ndcg"])["ndcg@5"]
+        base = evaluate_cold_users(PopularityRecommender().fit(train), test, cold, k=5,
+                                   metrics=["ndcg"])["ndcg@5"]
+    assert learnt > 1.5 * base
+
+
+def test_evaluate_cold_users_errors():
+    df, _ = _catalogue()
+    features = _users(df)
+    train, test = split_cold_users(df, 0.25, random_state=2)
+    warm = features[features["user_id"].isin(train["user_id"])]
+    cold = features[features["user_id"].isin(test["user_id"])]
+    model = FeaturePopularityRecommender().fit(train)
+    with pytest.raises(ValueError, match="trained on"):
+        evaluate_cold_users(model, pd.concat([test, train[:1]]), features, k=5)
+    with pytest.raises(ValueError, match="no row in user_features"):
+        evaluate_cold_users(model, test, cold[1:], k=5)
+    with pytest.raises(ValueError, match="repeats users"):
+        evaluate_cold_users(model, test, pd.concat([cold, cold[:1]]), k=5)
+    with pytest.raises(ValueError, match="user_features must be a DataFrame with user_id"):
+        evaluate_cold_users(model, test, cold.rename(columns={"user_id": "id"}), k=5)
+    assert len(warm)
+
+
+def test_cli_evaluate_cold_users(files, tmp_path, capsys):
+    ratings, items = files
+    df = pd.read_csv(ratings)
+    users = tmp_path / "users.csv"
+    _users(df).to_csv(users, index=False)
+    base = ["evaluate", ratings, "--user-features", users, "--cold-users", 0.25, "--threads",
+            1, "--epochs", 20, "--quiet", "-k", 5]
+    code, out, err = _cli(base, capsys)
+    assert code == 0, err
+    assert "cold users: 20 users never trained on" in out
+    code, out, err = _cli(base + ["--json"], capsys)
+    assert code == 0, err
+    import json
+    result = json.loads(out)
+    assert set(result["cold"]) == {"warprec", "popularity"}
+    assert result["cold"]["warprec"]["n_users"] == 20
+    assert result["cold"]["warprec"]["ndcg@5"] > result["cold"]["popularity"]["ndcg@5"]
+    code, _, err = _cli(base + ["--item-features", items, "--cold-items", 0.2], capsys)
+    assert code != 0 and "not both" in err
+    code, _, err = _cli(["evaluate", ratings, "--cold-users", 0.2], capsys)
+    assert code != 0 and "--user-features FILE" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from ._base import FactorRecommender, fit_input
 from ._features import FeatureEncoder
@@ -57,6 +58,30 @@ class PopularityRecommender(FactorRecommender):
         matrix = self.user_item_rows(user_items, user_col=user_col, item_col=item_col,
                                      on_unknown=on_unknown)
         return np.zeros((matrix.shape[0], 1), dtype=np.float32)
+
+    if TYPE_CHECKING:  # items have biases, users none
+        @overload
+        def _embed_features(self, kind: Literal["user"], features: FeatureData,
+                            ) -> tuple[Float32Array, None, NDArray[Any]]: ...
+
+        @overload
+        def _embed_features(self, kind: Literal["item"], features: FeatureData,
+                            ) -> tuple[Float32Array, Float32Array, NDArray[Any]]: ...
+
+    def _embed_features(self, kind: Literal["user", "item"], features: FeatureData,
+                        ) -> tuple[Float32Array, Float32Array | None, NDArray[Any]]:
+        """New users described by feature rows (any columns): the zero factor, since
+        popularity gives every user the same ranking (``user_embeddings(user_features=
+        ...)``, and the user cold start of :func:`warprec.evaluation.evaluate_cold_users`).
+        Items are not described by features here."""
+        if kind != "user":
+            return super()._embed_features(kind, features)
+        if isinstance(features, pd.DataFrame):
+            labels = (features["user_id"].to_numpy() if "user_id" in features.columns
+                      else np.arange(len(features)))
+        else:
+            labels = np.arange(np.shape(features)[0])
+        return np.zeros((len(labels), 1), dtype=np.float32), None, labels
 
 
 class FeaturePopularityRecommender(PopularityRecommender):

@@ -169,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "items from their features alone, on the cold ones, beside the "
                         "popularity and feature-popularity baselines (needs "
                         "--item-features)")
+    p.add_argument("--user-features", help="CSV of user features with a user id column, as "
+                                           "for `warprec fit --user-features`")
+    p.add_argument("--cold-users", type=float, default=None, metavar="FRACTION",
+                   help="measure user cold start: hold out every rating of this share of "
+                        "the users that have features, and report the quality for them, "
+                        "ranking from their features alone, beside popularity (needs "
+                        "--user-features)")
     _dask_args(p, "fit (unless --model) and evaluate",
                "one shard of users per worker (see docs/scaling.md)")
     _data_args(p)
@@ -437,8 +444,8 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.k < 1:
         raise CLIError(f"-k must be a positive integer (got {args.k}).")
-    if args.cold_items is not None:
-        return _evaluate_cold_items(args, out)
+    if args.cold_items is not None or args.cold_users is not None:
+        return _evaluate_cold(args, out)
     on_dask = _on_dask(args)
     if on_dask and not args.model:
         _check_dask_fit(args)
@@ -494,62 +501,82 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _evaluate_cold_items(args, out):
-    """``warprec evaluate --cold-items F``: the warm and the cold items' quality of the
-    hybrid model, popularity and feature popularity (see the option's help)."""
+def _evaluate_cold(args, out):
+    """``warprec evaluate --cold-items F`` / ``--cold-users F``: the warm and the cold
+    entities' quality of the hybrid model and the baselines (see the options' help)."""
     import numpy as np
 
     from .baselines import FeaturePopularityRecommender, PopularityRecommender
-    from .data import read_features, split_cold_items, split_random
-    from .evaluation import evaluate, evaluate_cold_items
+    from .data import read_features, split_cold_items, split_cold_users, split_random
+    from .evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
 
+    if args.cold_items is not None and args.cold_users is not None:
+        raise CLIError("give --cold-items or --cold-users, not both: each makes its own "
+                       "split.")
+    kind = "item" if args.cold_items is not None else "user"
+    fraction = args.cold_items if kind == "item" else args.cold_users
+    option = f"--cold-{kind}s"
     for given, name in ((args.test, "--test"), (args.model, "--model"),
                         (args.dask_scheduler or args.workers, "--dask-scheduler/--workers")):
         if given:
-            raise CLIError(f"--cold-items makes its own split and fits its own model on one "
+            raise CLIError(f"{option} makes its own split and fits its own model on one "
                            f"machine: leave out {name}.")
-    if not args.item_features:
-        raise CLIError("--cold-items ranks the held-out items from their features: pass "
-                       "--item-features FILE (e.g. MovieLens movies.csv).")
-    if not 0.0 < args.cold_items < 1.0:
-        raise CLIError(f"--cold-items must be in (0, 1) (got {args.cold_items}).")
+    path = args.item_features if kind == "item" else args.user_features
+    if not path:
+        example = ("MovieLens movies.csv" if kind == "item"
+                   else "a CSV with a userId column and columns such as age or gender")
+        raise CLIError(f"{option} ranks for the held-out {kind}s from their features: pass "
+                       f"--{kind}-features FILE (e.g. {example}).")
+    if not 0.0 < fraction < 1.0:
+        raise CLIError(f"{option} must be in (0, 1) (got {fraction}).")
     if not 0.0 < args.test_fraction < 1.0:
         raise CLIError(f"--test-fraction must be in (0, 1) (got {args.test_fraction}).")
     data = _read_positives(args.ratings, args)
-    features = read_features(args.item_features, "item")
+    features = _read_side_features(args)
+    own = features[f"{kind}_features"]
+    split = split_cold_items if kind == "item" else split_cold_users
     try:
-        rest, cold_test = split_cold_items(data, args.cold_items, random_state=args.seed,
-                                           items=features["item_id"])
+        rest, cold_test = split(data, fraction, args.seed, **{f"{kind}s": own[f"{kind}_id"]})
     except ValueError as exc:
-        raise CLIError(f"--cold-items {args.cold_items}: {exc}") from None
+        raise CLIError(f"{option} {fraction}: {exc}") from None
     train, warm_test = split_random(rest, test_fraction=args.test_fraction,
                                     random_state=args.seed)
-    warm_features = features[features["item_id"].isin(train["item_id"])]
-    cold_features = features[features["item_id"].isin(cold_test["item_id"])]
-    model = _fit(_make_model(args), train, sys.stderr if args.json else out,
-                 item_features=warm_features)
-    baselines = {"popularity": PopularityRecommender().fit(train),
-                 "feature pop.": FeaturePopularityRecommender().fit(
-                     train, item_features=warm_features)}
+    # (features of the entities fit sees; the cold ones' rows rank them afterwards)
+    warm_features = {name: frame[frame[name[:4] + "_id"].isin(train[name[:4] + "_id"])]
+                     for name, frame in features.items()}
+    cold_features = own[own[f"{kind}_id"].isin(cold_test[f"{kind}_id"])]
+    model = _fit(_make_model(args), train, sys.stderr if args.json else out, **warm_features)
+    baselines = {"popularity": PopularityRecommender().fit(train)}
+    if "item_features" in features:
+        baselines["feature pop."] = FeaturePopularityRecommender().fit(
+            train, item_features=warm_features["item_features"])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # test users only in the held-out rows
+        warnings.simplefilter("ignore")   # test users or items only in the held-out rows
         warm = [(label, evaluate(m, warm_test, train=train, k=args.k, metrics=args.metrics))
                 for label, m in (("warprec", model), *baselines.items())]
-        cold = [(label, evaluate_cold_items(m, cold_test, cold_features, k=args.k,
-                                            metrics=args.metrics))
-                for label, m in (("warprec", model),
-                                 ("feature pop.", baselines["feature pop."]))]
+        if kind == "item":
+            cold = [(label, evaluate_cold_items(m, cold_test, cold_features, k=args.k,
+                                                metrics=args.metrics))
+                    for label, m in (("warprec", model),
+                                     ("feature pop.", baselines["feature pop."]))]
+        else:
+            cold = [(label, evaluate_cold_users(m, cold_test, cold_features, k=args.k,
+                                                metrics=args.metrics))
+                    for label, m in (("warprec", model), *baselines.items())]
     if args.json:
         out.write(json.dumps({"warm": dict(warm), "cold": dict(cold)}, indent=2) + "\n")
         return 0
-    n_cold = cold_features.shape[0]
-    out.write(f"warm items: {train['item_id'].nunique()} items, {warm[0][1]['n_users']} test "
+    share = f"{np.round(100 * fraction):.0f}% of those with features"
+    out.write(f"warm: {train['item_id'].nunique()} items, {warm[0][1]['n_users']} test "
               f"users\n")
     out.write(_metrics_table(warm, args.k))
-    out.write(f"cold items: {n_cold} items never trained on "
-              f"({np.round(100 * args.cold_items):.0f}% of those with features), ranked from "
-              f"their features, {cold[0][1]['n_users']} test users (popularity cannot rank "
-              f"them: they have no positives)\n")
+    if kind == "item":
+        out.write(f"cold items: {len(cold_features)} items never trained on ({share}), "
+                  f"ranked from their features, {cold[0][1]['n_users']} test users "
+                  f"(popularity cannot rank them: they have no positives)\n")
+    else:
+        out.write(f"cold users: {cold[0][1]['n_users']} users never trained on ({share}), "
+                  f"ranking from their features\n")
     out.write(_metrics_table([(label, {n: v for n, v in m.items() if n != "n_items"})
                               for label, m in cold], args.k))
     return 0

@@ -14,8 +14,8 @@ with one row per (user, item) event and the columns
 
 :func:`read_ratings` and :func:`standardize_frame` produce such frames;
 :func:`positives`, :func:`deduplicate`, :func:`split_random`,
-:func:`split_leave_k_out`, :func:`split_temporal` and :func:`split_cold_items` transform
-them, and
+:func:`split_leave_k_out`, :func:`split_temporal`, :func:`split_cold_items` and
+:func:`split_cold_users` transform them, and
 :class:`Interactions` turns one into the sparse user x item matrix with two-way id maps.
 
 Id rules (used everywhere)
@@ -54,7 +54,8 @@ from __future__ import annotations
 from .frames import CANONICAL_COLUMNS, deduplicate, load_frame, positives, standardize_frame
 from .interactions import Interactions
 from .readers import read_features, read_interaction_lists, read_item_titles, read_ratings
-from .splitting import split_cold_items, split_leave_k_out, split_random, split_temporal
+from .splitting import (split_cold_items, split_cold_users, split_leave_k_out, split_random,
+                        split_temporal)
 
 __all__ = [
     "CANONICAL_COLUMNS",
@@ -68,6 +69,7 @@ __all__ = [
     "read_ratings",
     "split_leave_k_out",
     "split_cold_items",
+    "split_cold_users",
     "split_random",
     "split_temporal",
     "standardize_frame",

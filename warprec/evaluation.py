@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ._typing import OnUnknown
 
 __all__ = ["DEFAULT_METRICS", "METRIC_NAMES", "evaluate", "evaluate_cold_items",
-           "evaluate_factors"]
+           "evaluate_cold_users", "evaluate_factors"]
 
 #: What :func:`evaluate` takes as test and train interactions: whatever the model
 #: converts into its index space.
@@ -465,19 +465,8 @@ def evaluate_cold_items(model: FactorRecommender, test: pd.DataFrame,
         item, a test item has no row in ``item_features``, or the model was fit on
         indices rather than raw ids.
     """
-    k = check_k(k)
-    metric_selection(metrics)
-    if n_threads is not None:
-        check_positive_int(n_threads, "n_threads")
-    for frame, name, columns in ((test, "test", ("user_id", "item_id")),
-                                 (item_features, "item_features", ("item_id",))):
-        if not isinstance(frame, pd.DataFrame) or not set(columns) <= set(frame.columns):
-            raise ValueError(f"evaluate_cold_items: {name} must be a DataFrame with "
-                             f"{' and '.join(columns)} columns.")
-    user_ids, item_ids = model.user_ids_, model.item_ids_
-    if user_ids is None or item_ids is None:
-        raise ValueError("evaluate_cold_items needs a model fit on raw ids (a DataFrame), "
-                         "so that test rows and feature rows can name users and items.")
+    k, user_ids, item_ids = _check_cold_arguments(model, test, item_features, "item_features",
+                                                  k, metrics, n_threads)
     candidates = pd.Index(item_features["item_id"])
     if candidates.has_duplicates:
         raise ValueError(f"item_features repeats items (first: "
@@ -500,16 +489,116 @@ def evaluate_cold_items(model: FactorRecommender, test: pd.DataFrame,
                       f"{pd.unique(test['user_id'][unknown]).size} users the model was not "
                       f"fit on are left out.", WarprecWarning, stacklevel=2)
     users, user_rows = np.unique(rows[~unknown], return_inverse=True)
-    relevant = sp.csr_matrix((np.ones(user_rows.size, np.float32),
-                              (user_rows, columns[~unknown])),
-                             shape=(users.size, len(candidates)))
-    relevant.sum_duplicates()
-    relevant.data[:] = 1.0
+    relevant = _relevance(user_rows, columns[~unknown], (users.size, len(candidates)))
     factors, biases = model.item_embeddings(item_features=item_features)
     user_factors = model.user_embeddings()[users]
     out = cast("dict[str, float | int]", evaluate_factors(
         user_factors, factors, biases, relevant, None, k, metrics=metrics, n_threads=n_threads))
     return {**out, "n_items": len(candidates)}
+
+
+def evaluate_cold_users(model: FactorRecommender, test: pd.DataFrame,
+                        user_features: pd.DataFrame, k: int = 10, *,
+                        metrics: str | Iterable[str] | None = None,
+                        n_threads: int | None = None) -> dict[str, float | int]:
+    """Top-k ranking metrics for users the model was never trained on (user cold start).
+
+    Each test user, none of whom the model knows, is embedded from its row of
+    ``user_features`` alone (``model.user_embeddings(user_features=...)``) and ranks
+    every item the model knows (nothing to exclude: the user has no training history);
+    the metrics are computed against the user's rows of ``test`` (see
+    :func:`evaluate_factors`). Held-out users typically come from
+    :func:`warprec.splitting.split_cold_users`.
+
+    Parameters
+    ----------
+    model : FactorRecommender
+        A fitted model fit on raw ids that embeds users from side features (a
+        :class:`~warprec.WARPFactorizer` fit with ``user_features``), or a popularity
+        baseline (the same ranking for every user).
+    test : pandas.DataFrame
+        ``user_id`` and ``item_id`` columns: the cold users' held-out positives.
+    user_features : pandas.DataFrame
+        A ``user_id`` column and the model's feature columns, a row for every test user.
+    k : int, default 10
+    metrics : str or sequence of str, optional
+        As :func:`evaluate`.
+    n_threads : int, optional
+
+    Returns
+    -------
+    dict
+        As :func:`evaluate_factors` (``"n_users"``: the cold users evaluated). Test rows
+        on items the model does not know cannot be ranked: they are left out, with a
+        :class:`~warprec.exceptions.WarprecWarning` that says how many.
+
+    Raises
+    ------
+    ValueError
+        A test user is a user the model was trained on, has no row in
+        ``user_features``, ``user_features`` repeats a user, or the model was fit on
+        indices rather than raw ids.
+    """
+    k, user_ids, item_ids = _check_cold_arguments(model, test, user_features, "user_features",
+                                                  k, metrics, n_threads)
+    features = user_features[user_features["user_id"].isin(test["user_id"])]
+    rows_of = pd.Index(features["user_id"])
+    if rows_of.has_duplicates:
+        raise ValueError(f"user_features repeats users (first: "
+                         f"{rows_of[rows_of.duplicated()][0]!r}); give one row each.")
+    known = pd.Index(user_ids).get_indexer(rows_of) >= 0
+    if known.any():
+        raise ValueError(f"{int(known.sum())} test users are users the model was trained on "
+                         f"(first: {rows_of[known][0]!r}); cold users are users it never "
+                         f"saw: hold them out with split_cold_users.")
+    rows = rows_of.get_indexer(test["user_id"])
+    if (rows < 0).any():
+        missing = test["user_id"].to_numpy()[rows < 0]
+        raise ValueError(f"{pd.unique(missing).size} test users have no row in user_features "
+                         f"(first: {missing[0]!r}); every cold user needs its features.")
+    columns = pd.Index(item_ids).get_indexer(test["item_id"])
+    unknown = columns < 0
+    if unknown.any():
+        warnings.warn(f"evaluate_cold_users: {int(unknown.sum())} test rows on items the "
+                      f"model was not fit on are left out (it cannot rank them).",
+                      WarprecWarning, stacklevel=2)
+    relevant = _relevance(rows[~unknown], columns[~unknown], (len(rows_of), len(item_ids)))
+    user_factors = model.user_embeddings(user_features=features)
+    factors, biases = model.item_embeddings()
+    return cast("dict[str, float | int]", evaluate_factors(
+        user_factors, factors, biases, relevant, None, k, metrics=metrics, n_threads=n_threads))
+
+
+def _check_cold_arguments(model: FactorRecommender, test: pd.DataFrame,
+                          features: pd.DataFrame, name: str, k: int,
+                          metrics: str | Iterable[str] | None,
+                          n_threads: int | None) -> tuple[int, NDArray[Any], NDArray[Any]]:
+    """The checks :func:`evaluate_cold_items` and :func:`evaluate_cold_users` share;
+    returns the checked ``k`` and the model's raw user and item ids."""
+    k = check_k(k)
+    metric_selection(metrics)
+    if n_threads is not None:
+        check_positive_int(n_threads, "n_threads")
+    id_column = "item_id" if name == "item_features" else "user_id"
+    for frame, label, columns in ((test, "test", ("user_id", "item_id")),
+                                  (features, name, (id_column,))):
+        if not isinstance(frame, pd.DataFrame) or not set(columns) <= set(frame.columns):
+            raise ValueError(f"{label} must be a DataFrame with {' and '.join(columns)} "
+                             f"columns.")
+    user_ids, item_ids = model.user_ids_, model.item_ids_
+    if user_ids is None or item_ids is None:
+        raise ValueError("cold-start evaluation needs a model fit on raw ids (a DataFrame), "
+                         "so that test rows and feature rows can name users and items.")
+    return k, user_ids, item_ids
+
+
+def _relevance(rows: NDArray[np.int64], columns: NDArray[np.int64],
+               shape: tuple[int, int]) -> sp.csr_matrix:
+    """The binary test matrix of (row, column) pairs (repeated pairs count once)."""
+    relevant = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, columns)), shape=shape)
+    relevant.sum_duplicates()
+    relevant.data[:] = 1.0
+    return relevant
 
 
 def _evaluate_with_fallback(inputs: dict[str, Any], fallback: dict[str, Any], k: int,

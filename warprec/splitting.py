@@ -2,8 +2,9 @@
 
 The functions :func:`split_random` (per-user random hold-out), :func:`split_leave_k_out`
 (k rows per user, at random or the latest), :func:`split_temporal` (per-user latest
-rows, or a global time cut) and :func:`split_cold_items` (every row of a random share
-of the items, for cold-start evaluation) return one ``(train, test)`` pair of frames;
+rows, or a global time cut), :func:`split_cold_items` and :func:`split_cold_users` (every
+row of a random share of the items or users, for cold-start evaluation) return one
+``(train, test)`` pair of frames;
 :class:`PerUserHoldout` yields repeated per-user random hold-outs as row positions, the
 cross-validator scikit-learn's searches take (also importable from
 :mod:`warprec.model_selection`). :func:`split_random` and :class:`PerUserHoldout` hold
@@ -31,8 +32,8 @@ from ._inputs import POSITIVE_INT, Interval, check_positive_int, validate_params
 from ._messages import show
 from .exceptions import WarprecWarning
 
-__all__ = ["PerUserHoldout", "split_cold_items", "split_leave_k_out", "split_random",
-           "split_temporal"]
+__all__ = ["PerUserHoldout", "split_cold_items", "split_cold_users", "split_leave_k_out",
+           "split_random", "split_temporal"]
 
 #: What a ``random_state`` argument takes: anything :func:`numpy.random.default_rng`
 #: accepts (the global NumPy random state is never used).
@@ -119,24 +120,42 @@ def split_cold_items(df: pd.DataFrame, fraction: float = 0.2, random_state: Seed
         ``fraction`` outside ``(0, 1)``, or it holds out no item (or every item: then
         nothing is left to train on).
     """
-    require_columns(df, ("user_id", "item_id"), "split_cold_items")
+    return _split_cold(df, "item", fraction, random_state, items, "split_cold_items")
+
+
+def split_cold_users(df: pd.DataFrame, fraction: float = 0.2, random_state: SeedLike = 0, *,
+                     users: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hold out every row of a random share of the users: the *cold* users of a
+    cold-start evaluation (new users known by their features only).
+
+    As :func:`split_cold_items`, with users: ``round(fraction * n)`` of the ``n``
+    candidate users (the distinct users of ``df`` that are also in ``users``, or all of
+    them) lose every row to the test set.
+    """
+    return _split_cold(df, "user", fraction, random_state, users, "split_cold_users")
+
+
+def _split_cold(df: pd.DataFrame, kind: str, fraction: float, random_state: SeedLike,
+                allowed: Any, what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`split_cold_items` (``kind="item"``) or :func:`split_cold_users`."""
+    require_columns(df, ("user_id", "item_id"), what)
     if not (0.0 < float(fraction) < 1.0):
         raise ValueError(f"fraction must be in (0, 1), got {fraction!r}.")
-    present = pd.unique(df["item_id"])
-    candidates = present if items is None else present[
-        pd.Index(pd.unique(np.asarray(items, dtype=object))).get_indexer(present) >= 0]
+    column = df[f"{kind}_id"]
+    present = pd.unique(column)
+    candidates = present if allowed is None else present[
+        pd.Index(pd.unique(np.asarray(allowed, dtype=object))).get_indexer(present) >= 0]
     candidates = np.sort(np.asarray(candidates))
     n_cold = int(round(float(fraction) * len(candidates)))
     if n_cold == 0:
-        raise ValueError(f"split_cold_items: fraction={fraction} of {len(candidates)} "
-                         f"candidate items holds out none; raise fraction or pass more "
-                         f"items.")
+        raise ValueError(f"{what}: fraction={fraction} of {len(candidates)} candidate "
+                         f"{kind}s holds out none; raise fraction or pass more {kind}s.")
     if n_cold == len(present):
-        raise ValueError(f"split_cold_items: fraction={fraction} holds out every item; "
-                         f"lower it so that some items are left to train on.")
+        raise ValueError(f"{what}: fraction={fraction} holds out every {kind}; lower it so "
+                         f"that some {kind}s are left to train on.")
     rng = np.random.default_rng(random_state)
     cold = candidates[rng.permutation(len(candidates))[:n_cold]]
-    return _split_by_mask(df, df["item_id"].isin(cold).to_numpy())
+    return _split_by_mask(df, column.isin(cold).to_numpy())
 
 
 def split_leave_k_out(df: pd.DataFrame, k: int = 1, random_state: SeedLike = 0,

@@ -507,7 +507,7 @@ def _evaluate_cold(args, out):
     import numpy as np
 
     from .baselines import FeaturePopularityRecommender, PopularityRecommender
-    from .data import read_features, split_cold_items, split_cold_users, split_random
+    from .data import split_cold_items, split_cold_users, split_random
     from .evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
 
     if args.cold_items is not None and args.cold_users is not None:

@@ -190,8 +190,12 @@ def test_new_users_from_features_and_input_errors():
         WARPFactorizer(epochs=1, max_norm=1.0).fit(X, user_features=U)
     with pytest.raises(ValueError, match="has no side features"):
         WARPFactorizer(n_components=4, epochs=1).fit(X).user_embeddings(user_features=U)
+    # popularity ranks the same for any new user (the zero factor), items it cannot embed
+    popular = PopularityRecommender().fit(X)
+    np.testing.assert_array_equal(np.ravel(popular.recommend(0, user_features=U[:1])[0]),
+                                  np.ravel(popular.recommend(0, exclude_seen=False)[0]))
     with pytest.raises(ValueError, match="has no side features"):
-        PopularityRecommender().fit(X).recommend(0, user_features=U[:1])
+        popular.recommend(0, item_features=U[:1])
 
 
 def test_hybrid_partial_fit_and_save_load(catalogue, hybrid, tmp_path):
@@ -263,3 +267,50 @@ def test_hybrid_early_stopping_restores_the_best_epoch(catalogue):
                                model.item_features_ @ model.item_feature_factors_, rtol=1e-5,
                                atol=1e-6)
     assert max(model.validation_scores_) == model.validation_scores_[model.best_epoch_ - 1]
+
+
+# ------------------------------------------------------------------ feature_weight
+def test_feature_weight_scales_the_given_features_and_new_rows():
+    """The given features' entries are ``feature_weight`` times their values, the
+    indicators' stay 1; rows described later (embed, partial_fit) get the same weight;
+    save/load keeps it."""
+    import tempfile
+
+    rng = np.random.default_rng(0)
+    rows = [(f"u{u}", int(i)) for u in range(30) for i in rng.choice(20, 5, replace=False)]
+    df = pd.DataFrame(rows, columns=["user_id", "item_id"])
+    items = pd.DataFrame({"item_id": np.arange(20), "genre": [f"g{i % 3}" for i in range(20)],
+                          "year": np.linspace(0.0, 1.0, 20)})
+    plain = WARPFactorizer(n_components=4, epochs=2, n_threads=1, random_state=0).fit(
+        df, item_features=items)
+    model = WARPFactorizer(n_components=4, epochs=2, n_threads=1, random_state=0,
+                           feature_weight=0.25).fit(df, item_features=items)
+    assert model.feature_weight_ == 0.25 and plain.feature_weight_ == 1.0
+    n = len(model.item_ids_)
+    F, F1 = model.item_features_, plain.item_features_
+    assert np.array_equal(F[:, :n].toarray(), F1[:, :n].toarray())          # indicators
+    assert np.allclose(F[:, n:].toarray(), 0.25 * F1[:, n:].toarray())
+    new = pd.DataFrame({"item_id": [99], "genre": ["g1"], "year": [0.5]})
+    factors, biases = model.item_embeddings(item_features=new)
+    names = list(model.item_feature_names_)
+    E, b = model.item_feature_factors_, model.item_feature_biases_
+    expected = 0.25 * (E[names.index("genre=g1")] + 0.5 * E[names.index("year")])
+    assert np.allclose(factors[0], expected, atol=1e-6)
+    assert np.isclose(biases[0], 0.25 * (b[names.index("genre=g1")]
+                                         + 0.5 * b[names.index("year")]), atol=1e-6)
+    with tempfile.TemporaryDirectory() as folder:
+        path = model.save(f"{folder}/m.npz")
+        loaded = WARPFactorizer.load(path)
+    assert loaded.feature_weight_ == 0.25
+    assert np.allclose(loaded.item_embeddings(item_features=new)[0], factors)
+    # partial_fit's new feature rows take the fit's weight
+    loaded.set_params(epochs=1)
+    loaded.partial_fit(df, item_features=items.assign(year=1.0))
+    year = names.index("year")
+    assert np.allclose(loaded.item_features_[:, year].toarray(), 0.25)
+
+
+@pytest.mark.parametrize("weight", [0, -1.0, float("inf"), "high"])
+def test_feature_weight_is_checked(weight):
+    with pytest.raises((ValueError, TypeError), match="feature_weight"):
+        WARPFactorizer(feature_weight=weight).fit(sp.random(10, 8, 0.5, format="csr"))

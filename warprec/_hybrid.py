@@ -50,6 +50,7 @@ def initialise(model, features, config):
     """Encode the side features (indicator features first) and initialise one
     embedding (and item bias) per feature as ``fit`` initialises factors."""
     config.loss.check_features(config.kos_n, config.exact_rank, model.max_norm)
+    model.feature_weight_ = float(model.feature_weight)
     matrices, names = [], []
     for kind, given, ids, n in (("user", features[0], model.user_ids_,
                                  model.user_factors_.shape[0]),
@@ -62,7 +63,7 @@ def initialise(model, features, config):
         encoder = None
         if given is not None:
             encoder = FeatureEncoder(cast(Literal["user", "item"], kind))
-            blocks.append(encoder.fit(given, ids, n))
+            blocks.append(encoder.fit(given, ids, n) * np.float32(model.feature_weight))
             labels += list(encoder.names_)
             if encoder.n_features_ == 0 and not model.identity_features:
                 raise ValueError(f"{kind}_features has no feature column and "
@@ -141,6 +142,7 @@ def update(model, features):
         n, n_identity = current.shape[0], n_indicators(model, kind)
         ids = model.user_ids_ if kind == "user" else model.item_ids_
         matrix, row_ids = encoder.transform(given)
+        matrix = matrix * np.float32(model.feature_weight_)
         if row_ids is not None:
             rows = (IdMap(ids).indexer(row_ids) if ids is not None
                     else np.asarray(row_ids, dtype=np.int64))
@@ -168,6 +170,7 @@ def embed(model, kind, features, known_index):
     None for users; ``labels`` the DataFrame's id column (row indices for a matrix)."""
     encoder = getattr(model, f"{kind}_feature_encoder_")
     matrix, labels = encoder.transform(features)
+    matrix = matrix * np.float32(model.feature_weight_)
     E = getattr(model, f"{kind}_feature_factors_")
     n_identity = n_indicators(model, kind)
     factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
@@ -189,6 +192,7 @@ def embed(model, kind, features, known_index):
 def arrays_to_save(model):
     """The side features' parameters, matrices, names and encoders for ``save``."""
     out = {name.rstrip("_"): getattr(model, name) for name in FEATURE_ARRAYS}
+    out["feature_weight"] = np.array(model.feature_weight_)
     for kind in ("user", "item"):
         matrix = getattr(model, f"{kind}_features_")
         out[f"{kind}_features_data"] = matrix.data
@@ -206,6 +210,11 @@ def load_arrays(model, data):
     """The inverse of :meth:`_feature_arrays`, for ``load``."""
     for name in FEATURE_ARRAYS:
         setattr(model, name, data[name.rstrip("_")])
+    # (files written before feature_weight existed had the weight 1)
+    weight = float(data["feature_weight"]) if "feature_weight" in data else 1.0
+    if not (np.isfinite(weight) and weight > 0):
+        raise ValueError(f"feature_weight is {weight}; a saved model's is a finite number > 0")
+    model.feature_weight_ = weight
     for kind, n in (("user", model.user_factors_.shape[0]),
                     ("item", model.item_factors_.shape[0])):
         width = getattr(model, f"{kind}_feature_factors_").shape[0]

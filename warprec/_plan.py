@@ -69,6 +69,8 @@ PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "validation_interval": [POSITIVE_INT, Options(["auto"])],
     "n_threads": [None, POSITIVE_INT],
     "identity_features": ["boolean"],
+    "feature_weight": [Interval(Real, 0, None, closed="neither",
+                                text="a finite number > 0")],
 }
 
 

@@ -67,6 +67,9 @@ def _model_args(parser):
                         "positive (default 0; the published rate is 0.1)")
     g.add_argument("--temperature", type=float, default=None,
                    help="softmax: the cosines are divided by it (default 0.2)")
+    g.add_argument("--feature-weight", type=float, default=None,
+                   help="with --item-features / --user-features: a given feature's weight "
+                        "against the entity's own indicator (default 1)")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")
     g.add_argument("--tuned", action="store_true",
@@ -240,6 +243,7 @@ def _make_model(args):
                         ("n_negatives", args.n_negatives), ("margin", args.margin),
                         ("negative_weight", args.negative_weight), ("dropout", args.dropout),
                         ("temperature", args.temperature),
+                        ("feature_weight", args.feature_weight),
                         ("learning_rate_drop", args.learning_rate_drop)):
         if value is not None:
             params[name] = value

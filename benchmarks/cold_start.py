@@ -1,0 +1,364 @@
+"""Cold start against LightFM: items and users never trained on, ranked from features.
+
+    .venv/bin/python benchmarks/cold_start.py                  # every case, seeds 0 and 1
+    .venv/bin/python benchmarks/cold_start.py --case ml100k-users --seeds 1
+
+Cases (positives: ratings >= 4):
+
+* ``ml100k-items``: ML-100K, its 19 genres (``u.item``) as item features;
+* ``ml100k-users``: ML-100K, ``u.user``'s demographics as user features: age band
+  (decade), gender, occupation and the zip code's first digit;
+* ``mls-items``: ml-latest-small, the genres of ``movies.csv``.
+
+Protocol, per case and seed: ``split_cold_items`` / ``split_cold_users`` hold out every
+positive of 20% of the entities with features (the cold ones), then ``split_random``
+holds out 20% of each remaining user's positives (the warm test). warprec fits its
+defaults (d = 64, 2 threads) on the warm train with the features (and the identity
+features, its default); LightFM 1.17 (package rectools-lightfm) fits WARP at d = 64 on the
+same interaction matrix and the *same* feature matrices (warprec's, identity columns
+included), for every point of a small grid (learning rate 0.02 or 0.05, max_sampled 10
+or 100, 20 or 50 epochs), and its best point *by the cold test score itself* is reported
+(an oracle choice, in LightFM's favour). The cold entities are embedded from their
+feature rows by each library (LightFM: ``get_item_representations(features=...)`` /
+``get_user_representations(features=...)`` with the identity block zero). Scores:
+NDCG@10 over the test users (cold items: each known test user ranks all the cold items;
+cold users: each ranks all the known items), by warprec's evaluator
+(``evaluate_factors``). Beside them: warprec without features on the warm test (the warm
+quality the features must not lower), popularity and, for items, feature popularity.
+
+``--weights 0.1,0.2,...`` measures a lever instead: the side features' weight against
+the identity feature's 1. Each entity's feature row is ``[identity | w * features]``
+(passed as a matrix, with ``identity_features=False``; cold rows ``[0 | w * features]``),
+and the warm and cold NDCG@10 of each ``w`` are reported beside the plain model's warm
+score (``cold_start_weights.jsonl``; ``w = 1`` is warprec's default hybrid model).
+
+Writes ``benchmarks/results/cold_start.md`` (the tables) and ``cold_start.jsonl`` (runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results"
+CASES = ("ml100k-items", "ml100k-users", "mls-items")
+LIGHTFM_GRID = dict(learning_rate=[0.02, 0.05], max_sampled=[10, 100], epochs=[20, 50])
+GENRES = ["unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
+          "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
+          "Romance", "Sci-Fi", "Thriller", "War", "Western"]
+
+
+def load(case):
+    """``(positives, features, kind)`` of a case, or None when its files are missing."""
+    from warprec.data import positives, read_features, read_ratings
+
+    if case.startswith("ml100k"):
+        folder = SHARED / "ml-100k"
+        if not (folder / "u.data").exists():
+            return None
+        ratings = positives(read_ratings(folder / "u.data"), min_rating=4.0)
+        if case == "ml100k-items":
+            items = pd.read_csv(folder / "u.item", sep="|", header=None, encoding="latin-1")
+            flags = items.iloc[:, 5:].to_numpy().astype(bool)
+            features = pd.DataFrame({
+                "item_id": items[0].astype(np.int64),
+                "genres": ["|".join(g for g, on in zip(GENRES, row) if on) for row in flags]})
+            return ratings, features, "item"
+        users = pd.read_csv(folder / "u.user", sep="|", header=None,
+                            names=["user_id", "age", "gender", "occupation", "zip"])
+        features = pd.DataFrame({
+            "user_id": users["user_id"].astype(np.int64),
+            "age": [f"{10 * (a // 10)}s" for a in users["age"]],
+            "gender": users["gender"], "occupation": users["occupation"],
+            "zip": [f"z{str(z)[:1]}" for z in users["zip"]]})
+        return ratings, features, "user"
+    folder = SHARED / "ml-latest-small"
+    if not (folder / "ratings.csv").exists():
+        return None
+    ratings = positives(read_ratings(folder / "ratings.csv"), min_rating=4.0)
+    return ratings, read_features(folder / "movies.csv", columns=["genres"]), "item"
+
+
+def split(ratings, features, kind, seed):
+    from warprec.data import split_cold_items, split_cold_users, split_random
+
+    cold_split = split_cold_items if kind == "item" else split_cold_users
+    rest, cold_test = cold_split(ratings, 0.2, seed, **{f"{kind}s": features[f"{kind}_id"]})
+    train, warm_test = split_random(rest, 0.2, random_state=seed)
+    key = f"{kind}_id"
+    warm_features = features[features[key].isin(train[key])]
+    cold_features = features[features[key].isin(cold_test[key])].reset_index(drop=True)
+    return train, warm_test, cold_test, warm_features, cold_features
+
+
+def cold_relevance(model, cold_test, cold_features, kind):
+    """The test matrix of the cold evaluation and the known users' rows (items) or the
+    cold users' order (users), in the fitted model's index space."""
+    if kind == "item":
+        rows = pd.Index(model.user_ids_).get_indexer(cold_test["user_id"])
+        cols = pd.Index(cold_features["item_id"]).get_indexer(cold_test["item_id"])
+        keep = rows >= 0
+        users, inverse = np.unique(rows[keep], return_inverse=True)
+        shape = (users.size, len(cold_features))
+        matrix = sp.csr_matrix((np.ones(inverse.size, np.float32), (inverse, cols[keep])),
+                               shape=shape)
+        return matrix, users
+    rows = pd.Index(cold_features["user_id"]).get_indexer(cold_test["user_id"])
+    cols = pd.Index(model.item_ids_).get_indexer(cold_test["item_id"])
+    keep = cols >= 0
+    matrix = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (rows[keep], cols[keep])),
+                           shape=(len(cold_features), len(model.item_ids_)))
+    return matrix, None
+
+
+def ndcg(U, V, b, relevant, train=None):
+    """NDCG@10 of the factors on ``relevant``, the ``train`` entries excluded."""
+    from warprec.evaluation import evaluate_factors
+
+    relevant.sum_duplicates()
+    relevant.data[:] = 1.0
+    return float(evaluate_factors(np.asarray(U, np.float32), np.asarray(V, np.float32),
+                                  None if b is None else np.asarray(b, np.float32), relevant,
+                                  train, k=10, metrics=["ndcg"])["ndcg@10"])
+
+
+def cold_rows(model, cold_features, kind):
+    """The cold entities' rows of the model's feature matrix: the identity block zero,
+    then the encoded features."""
+    encoder = getattr(model, f"{kind}_feature_encoder_")
+    encoded, _ = encoder.transform(cold_features)
+    full = getattr(model, f"{kind}_features_")
+    n_identity = full.shape[1] - encoded.shape[1]
+    return sp.hstack([sp.csr_matrix((encoded.shape[0], n_identity), dtype=np.float32),
+                      encoded], format="csr")
+
+
+def lightfm_grid(model, cold_features, kind, relevant, users, threads, seed):
+    """LightFM at every grid point on warprec's matrices: the best point by cold NDCG@10,
+    its score and every point's."""
+    from lightfm import LightFM
+
+    features = {f"{kind}_features": getattr(model, f"{kind}_features_")}
+    cold = cold_rows(model, cold_features, kind)
+    points = []
+    for lr, ms, epochs in itertools.product(*LIGHTFM_GRID.values()):
+        lfm = LightFM(no_components=64, loss="warp", learning_rate=lr, max_sampled=ms,
+                      random_state=seed)
+        tic = time.perf_counter()
+        lfm.fit(model.train_matrix_.tocoo(), epochs=epochs, num_threads=threads, **features)
+        seconds = time.perf_counter() - tic
+        if kind == "item":
+            biases, factors = lfm.get_item_representations(features=cold)
+            _, user_factors = lfm.get_user_representations()
+            score = ndcg(user_factors[users], factors, biases, relevant)
+        else:
+            biases, factors = lfm.get_item_representations()
+            _, user_factors = lfm.get_user_representations(features=cold)
+            score = ndcg(user_factors, factors, biases, relevant)
+        points.append(dict(learning_rate=lr, max_sampled=ms, epochs=epochs, cold=score,
+                           seconds=seconds))
+    return max(points, key=lambda p: p["cold"]), points
+
+
+def run(case, seed, threads):
+    from warprec import WARPFactorizer
+    from warprec.baselines import FeaturePopularityRecommender, PopularityRecommender
+    from warprec.evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
+
+    loaded = load(case)
+    if loaded is None:
+        return None
+    ratings, features, kind = loaded
+    train, warm_test, cold_test, warm_features, cold_features = split(ratings, features,
+                                                                      kind, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tic = time.perf_counter()
+        model = WARPFactorizer(n_threads=threads, random_state=seed).fit(
+            train, **{f"{kind}_features": warm_features})
+        seconds = time.perf_counter() - tic
+        plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(train)
+        warm = evaluate(model, warm_test, train=train, metrics=["ndcg"])["ndcg@10"]
+        warm_plain = evaluate(plain, warm_test, train=train, metrics=["ndcg"])["ndcg@10"]
+        popularity = PopularityRecommender().fit(train)
+        if kind == "item":
+            cold = evaluate_cold_items(model, cold_test, cold_features, metrics=["ndcg"])
+            baseline = evaluate_cold_items(
+                FeaturePopularityRecommender().fit(train, item_features=warm_features),
+                cold_test, cold_features, metrics=["ndcg"])["ndcg@10"]
+        else:
+            cold = evaluate_cold_users(model, cold_test, cold_features, metrics=["ndcg"])
+            baseline = evaluate_cold_users(popularity, cold_test, cold_features,
+                                           metrics=["ndcg"])["ndcg@10"]
+    relevant, users = cold_relevance(model, cold_test, cold_features, kind)
+    try:
+        best, points = lightfm_grid(model, cold_features, kind, relevant, users, threads, seed)
+    except ImportError as exc:
+        best, points = dict(cold=float("nan"), error=str(exc)), []
+    return dict(case=case, seed=seed, threads=threads, kind=kind,
+                n_cold=len(cold_features), cold_users=int(cold["n_users"]),
+                warprec_cold=cold["ndcg@10"], warprec_warm=warm, plain_warm=warm_plain,
+                warprec_seconds=seconds, epochs=int(model.epochs_done_),
+                baseline_cold=baseline, lightfm_best=best, lightfm_points=points)
+
+
+def weight_grid(case, seed, threads, weights):
+    """Warm and cold NDCG@10 with the side features weighted ``w`` against the identity
+    feature, for each ``w`` of ``weights`` (see the module docstring)."""
+    from warprec import WARPFactorizer
+    from warprec._features import FeatureEncoder
+
+    ratings, features, kind = load(case)
+    train, warm_test, cold_test, warm_features, cold_features = split(ratings, features,
+                                                                      kind, seed)
+    key = f"{kind}_id"
+    users, items = np.sort(train["user_id"].unique()), np.sort(train["item_id"].unique())
+    user_index, item_index = pd.Index(users), pd.Index(items)
+    X = sp.csr_matrix((np.ones(len(train), np.float32),
+                       (user_index.get_indexer(train["user_id"]),
+                        item_index.get_indexer(train["item_id"]))),
+                      shape=(len(users), len(items)))
+    own = users if kind == "user" else items
+    encoder = FeatureEncoder(kind)
+    warm_rows = encoder.fit(warm_features, own, len(own))
+    cold_encoded, _ = encoder.transform(cold_features)
+    identity = sp.identity(len(own), dtype=np.float32, format="csr")
+    no_identity = sp.csr_matrix((len(cold_features), len(own)), dtype=np.float32)
+    warm_test = warm_test[warm_test["user_id"].isin(users) & warm_test["item_id"].isin(items)]
+    warm_relevant = sp.csr_matrix((np.ones(len(warm_test), np.float32),
+                                   (user_index.get_indexer(warm_test["user_id"]),
+                                    item_index.get_indexer(warm_test["item_id"]))),
+                                  shape=X.shape)
+    cold_index = pd.Index(cold_features[key])
+    if kind == "item":
+        test = cold_test[cold_test["user_id"].isin(users)]
+        rows, inverse = np.unique(user_index.get_indexer(test["user_id"]),
+                                  return_inverse=True)
+        cold_relevant = sp.csr_matrix((np.ones(len(test), np.float32),
+                                       (inverse, cold_index.get_indexer(test["item_id"]))),
+                                      shape=(rows.size, len(cold_index)))
+    else:
+        test = cold_test[cold_test["item_id"].isin(items)]
+        cold_relevant = sp.csr_matrix((np.ones(len(test), np.float32),
+                                       (cold_index.get_indexer(test["user_id"]),
+                                        item_index.get_indexer(test["item_id"]))),
+                                      shape=(len(cold_index), len(items)))
+
+    def scores(model, cold):
+        V, b = model.item_embeddings()
+        U = model.user_embeddings()
+        warm = ndcg(U, V, b, warm_relevant.copy(), X)
+        if kind == "item":
+            Vc, bc = model.item_embeddings(item_features=cold)
+            return warm, ndcg(U[rows], Vc, bc, cold_relevant.copy())
+        return warm, ndcg(model.user_embeddings(user_features=cold), V, b,
+                          cold_relevant.copy())
+
+    plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(X)
+    out = dict(case=case, seed=seed, weights={}, plain_warm=ndcg(
+        plain.user_embeddings(), *plain.item_embeddings(), warm_relevant.copy(), X))
+    for w in weights:
+        model = WARPFactorizer(n_threads=threads, random_state=seed, identity_features=False)
+        model.fit(X, **{f"{kind}_features": sp.hstack([identity, w * warm_rows],
+                                                      format="csr")})
+        warm, cold = scores(model, sp.hstack([no_identity, w * cold_encoded], format="csr"))
+        out["weights"][str(w)] = dict(warm=warm, cold=cold)
+    return out
+
+
+def weights_report(runs):
+    frame = pd.DataFrame(runs)
+    weights = list(runs[0]["weights"])
+    lines = ["## The side features' weight against the identity feature", "",
+             "`benchmarks/cold_start.py --weights ...`: warm / cold NDCG@10, the mean over "
+             "seeds; the plain model's warm score beside. `w = 1.0` is the default hybrid "
+             "model.", "",
+             "| case | seeds | plain warm | " + " | ".join(f"w = {w}" for w in weights) + " |",
+             "|---|---|---|" + "---|" * len(weights)]
+    for case, rows in frame.groupby("case", sort=False):
+        cells = []
+        for w in weights:
+            warm = np.mean([r[w]["warm"] for r in rows["weights"]])
+            cold = np.mean([r[w]["cold"] for r in rows["weights"]])
+            cells.append(f"{warm:.4f} / {cold:.4f}")
+        lines.append(f"| {case} | {len(rows)} | {rows['plain_warm'].mean():.4f} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report(runs):
+    lines = ["# Cold start against LightFM (NDCG@10)", "",
+             "From `benchmarks/cold_start.py` (protocol in its docstring): the mean over "
+             "seeds; LightFM's best grid point chosen on the cold test score itself. "
+             "Baseline: feature popularity (items) or popularity (users).", "",
+             "| case | seeds | cold entities | warprec cold | LightFM best cold | ratio | "
+             "baseline cold | warprec warm (hybrid / plain) |",
+             "|---|---|---|---|---|---|---|---|"]
+    frame = pd.DataFrame(runs)
+    for case, rows in frame.groupby("case", sort=False):
+        lfm = np.mean([r["cold"] for r in rows["lightfm_best"]])
+        ours = rows["warprec_cold"].mean()
+        lines.append(
+            f"| {case} | {len(rows)} | {int(rows['n_cold'].iloc[0])} | {ours:.4f} | "
+            f"{lfm:.4f} | {ours / lfm:.3f} | {rows['baseline_cold'].mean():.4f} | "
+            f"{rows['warprec_warm'].mean():.4f} / {rows['plain_warm'].mean():.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", action="append", choices=CASES)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS / "cold_start.jsonl")
+    parser.add_argument("--report", action="store_true", help="only rewrite the tables")
+    parser.add_argument("--weights", type=lambda text: [float(w) for w in text.split(",")],
+                        help="measure the side features' weight instead (comma-separated)")
+    args = parser.parse_args(argv)
+    weights_out = args.out.parent / "cold_start_weights.jsonl"
+    if args.weights and not args.report:
+        with weights_out.open("a") as handle:
+            for case in args.case or CASES:
+                for seed in range(args.seeds):
+                    if load(case) is None:
+                        continue
+                    result = weight_grid(case, seed, args.threads, args.weights)
+                    handle.write(json.dumps(result) + "\n")
+                    handle.flush()
+                    print(case, seed, json.dumps(result["weights"]), flush=True)
+    elif not args.report:
+        with args.out.open("a") as handle:
+            for case in args.case or CASES:
+                for seed in range(args.seeds):
+                    result = run(case, seed, args.threads)
+                    if result is None:
+                        print(f"{case}: data missing, skipped", flush=True)
+                        continue
+                    handle.write(json.dumps(result) + "\n")
+                    handle.flush()
+                    print(f"{case} seed {seed}: warprec cold {result['warprec_cold']:.4f}, "
+                          f"LightFM best {result['lightfm_best']['cold']:.4f}, baseline "
+                          f"{result['baseline_cold']:.4f}; warm {result['warprec_warm']:.4f}"
+                          f" (plain {result['plain_warm']:.4f})", flush=True)
+    runs = [json.loads(line) for line in args.out.read_text().splitlines() if line.strip()]
+    table = report(runs)
+    if weights_out.exists():
+        table += "\n" + weights_report([json.loads(line) for line in
+                                          weights_out.read_text().splitlines() if line])
+    (args.out.parent / "cold_start.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    main()

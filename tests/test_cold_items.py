@@ -33,6 +33,19 @@ def _catalogue(n_users=60, n_items=40, seed=0):
     return df, features
 
 
+def _cold_split(kind):
+    """The catalogue, its features of ``kind``, the cold split (train, test) and the
+    warm and cold entities' feature rows."""
+    df, item_features = _catalogue()
+    if kind == "item":
+        features, (train, test) = item_features, split_cold_items(df, 0.25, random_state=1)
+    else:
+        features, (train, test) = _users(df), split_cold_users(df, 0.25, random_state=2)
+    key = f"{kind}_id"
+    return (df, features, train, test, features[features[key].isin(train[key])],
+            features[features[key].isin(test[key])])
+
+
 def test_split_cold_items_holds_out_every_row_of_a_share_of_the_items():
     df, features = _catalogue()
     train, test = split_cold_items(df, 0.25, random_state=3)
@@ -94,10 +107,7 @@ def _reference(model, test, features, k):
 
 @pytest.mark.parametrize("kind", ["feature-popularity", "hybrid"])
 def test_evaluate_cold_items_against_the_reference(kind):
-    df, features = _catalogue()
-    train, test = split_cold_items(df, 0.25, random_state=1)
-    warm = features[features["item_id"].isin(train["item_id"])]
-    cold = features[features["item_id"].isin(test["item_id"])]
+    df, features, train, test, warm, cold = _cold_split("item")
     if kind == "hybrid":
         model = WARPFactorizer(n_components=8, epochs=5, n_threads=1, random_state=0).fit(
             train, item_features=warm)
@@ -113,10 +123,7 @@ def test_evaluate_cold_items_against_the_reference(kind):
 def test_evaluate_cold_items_ranks_by_features():
     """The users' genre is all there is to learn: the features' ranking of cold items
     beats the arbitrary order of zero scores."""
-    df, features = _catalogue()
-    train, test = split_cold_items(df, 0.25, random_state=1)
-    warm = features[features["item_id"].isin(train["item_id"])]
-    cold = features[features["item_id"].isin(test["item_id"])]
+    df, features, train, test, warm, cold = _cold_split("item")
     model = WARPFactorizer(n_components=8, epochs=30, n_threads=1, random_state=0).fit(
         train, item_features=warm)
     learnt = evaluate_cold_items(model, test, cold, k=5, metrics=["ndcg"])["ndcg@5"]
@@ -130,10 +137,7 @@ def test_evaluate_cold_items_ranks_by_features():
 
 
 def test_evaluate_cold_items_errors_and_unknown_users():
-    df, features = _catalogue()
-    train, test = split_cold_items(df, 0.25, random_state=1)
-    warm = features[features["item_id"].isin(train["item_id"])]
-    cold = features[features["item_id"].isin(test["item_id"])]
+    df, features, train, test, warm, cold = _cold_split("item")
     model = FeaturePopularityRecommender().fit(train, item_features=warm)
     with pytest.raises(ValueError, match="trained on"):
         evaluate_cold_items(model, test, features, k=5)
@@ -256,11 +260,7 @@ def test_split_cold_users():
 def test_evaluate_cold_users_against_the_reference(kind):
     from warprec.baselines import PopularityRecommender
 
-    df, _ = _catalogue()
-    features = _users(df)
-    train, test = split_cold_users(df, 0.25, random_state=2)
-    warm = features[features["user_id"].isin(train["user_id"])]
-    cold = features[features["user_id"].isin(test["user_id"])]
+    df, features, train, test, warm, cold = _cold_split("user")
     if kind == "hybrid":
         model = WARPFactorizer(n_components=8, epochs=5, n_threads=1, random_state=0).fit(
             train, user_features=warm)
@@ -277,11 +277,7 @@ def test_evaluate_cold_users_against_the_reference(kind):
 def test_evaluate_cold_users_ranks_by_features():
     from warprec.baselines import PopularityRecommender
 
-    df, _ = _catalogue()
-    features = _users(df)
-    train, test = split_cold_users(df, 0.25, random_state=2)
-    warm = features[features["user_id"].isin(train["user_id"])]
-    cold = features[features["user_id"].isin(test["user_id"])]
+    df, features, train, test, warm, cold = _cold_split("user")
     model = WARPFactorizer(n_components=8, epochs=30, n_threads=1, random_state=0).fit(
         train, user_features=warm)
     with warnings.catch_warnings():
@@ -293,15 +289,11 @@ def test_evaluate_cold_users_ranks_by_features():
 
 
 def test_evaluate_cold_users_errors():
-    df, _ = _catalogue()
-    features = _users(df)
-    train, test = split_cold_users(df, 0.25, random_state=2)
-    warm = features[features["user_id"].isin(train["user_id"])]
-    cold = features[features["user_id"].isin(test["user_id"])]
+    df, features, train, test, warm, cold = _cold_split("user")
     model = FeaturePopularityRecommender().fit(train)
     with pytest.raises(ValueError, match="trained on"):
         evaluate_cold_users(model, pd.concat([test, train[:1]]), features, k=5)
-    with pytest.raises(ValueError, match="no row in user_features"):
+    with pytest.raises(ValueError, match="without a row in user_features"):
         evaluate_cold_users(model, test, cold[1:], k=5)
     with pytest.raises(ValueError, match="repeats users"):
         evaluate_cold_users(model, test, pd.concat([cold, cold[:1]]), k=5)

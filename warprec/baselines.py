@@ -30,6 +30,9 @@ class PopularityRecommender(FactorRecommender):
     :func:`warprec.metrics.evaluate` accepts it), with zero-dimensional factors.
     """
 
+    feature_popularity_: NDArray[np.float64]
+    item_feature_encoder_: FeatureEncoder | None
+
     def __init__(self, n_threads: int | None = None) -> None:
         self.n_threads = n_threads
 
@@ -46,6 +49,7 @@ class PopularityRecommender(FactorRecommender):
         self.item_biases_ = counts.astype(np.float32)
         self.user_ids_, self.item_ids_ = user_ids, item_ids
         self.train_matrix_ = matrix
+        self.item_feature_encoder_ = None
         return self
 
     def fold_in(self, user_items: UserItems, *, epochs: int | None = None,
@@ -73,9 +77,15 @@ class PopularityRecommender(FactorRecommender):
         """New users described by feature rows (any columns): the zero factor, since
         popularity gives every user the same ranking (``user_embeddings(user_features=
         ...)``, and the user cold start of :func:`warprec.evaluation.evaluate_cold_users`).
-        Items are not described by features here."""
-        if kind != "user":
-            return super()._embed_features(kind, features)
+        Items described by feature rows (a :class:`FeaturePopularityRecommender` fit with
+        ``item_features``): zero factors and their feature-popularity scores as biases."""
+        if kind == "item":
+            if self.item_feature_encoder_ is None:
+                return super()._embed_features(kind, features)
+            matrix, ids = self.item_feature_encoder_.transform(features)
+            biases = np.asarray(matrix @ self.feature_popularity_, dtype=np.float32)
+            return (np.zeros((matrix.shape[0], 1), dtype=np.float32), biases,
+                    np.arange(matrix.shape[0]) if ids is None else ids)
         if isinstance(features, pd.DataFrame):
             labels = (features["user_id"].to_numpy() if "user_id" in features.columns
                       else np.arange(len(features)))
@@ -105,9 +115,6 @@ class FeaturePopularityRecommender(PopularityRecommender):
         features.
     """
 
-    feature_popularity_: NDArray[np.float64]
-    item_feature_encoder_: FeatureEncoder | None
-
     def fit(self, X: InteractionData, *, item_features: FeatureData | None = None,
             user_col: str | int | None = None, item_col: str | int | None = None) -> Self:
         """Count each item's positives in ``X`` and, with ``item_features`` (a DataFrame
@@ -126,23 +133,3 @@ class FeaturePopularityRecommender(PopularityRecommender):
             / counts.sum()
         self.item_biases_ = np.asarray(features @ self.feature_popularity_, dtype=np.float32)
         return self
-
-    if TYPE_CHECKING:  # items have biases, users none
-        @overload
-        def _embed_features(self, kind: Literal["user"], features: FeatureData,
-                            ) -> tuple[Float32Array, None, NDArray[Any]]: ...
-
-        @overload
-        def _embed_features(self, kind: Literal["item"], features: FeatureData,
-                            ) -> tuple[Float32Array, Float32Array, NDArray[Any]]: ...
-
-    def _embed_features(self, kind: Literal["user", "item"], features: FeatureData,
-                        ) -> tuple[Float32Array, Float32Array | None, NDArray[Any]]:
-        """Zero factors and the feature-popularity scores as biases of the item rows
-        ``features`` describes."""
-        if kind != "item" or self.item_feature_encoder_ is None:
-            return super()._embed_features(kind, features)
-        matrix, labels = self.item_feature_encoder_.transform(features)
-        biases = np.asarray(matrix @ self.feature_popularity_, dtype=np.float32)
-        factors = np.zeros((matrix.shape[0], 1), dtype=np.float32)
-        return factors, biases, np.arange(matrix.shape[0]) if labels is None else labels

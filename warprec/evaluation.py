@@ -467,21 +467,8 @@ def evaluate_cold_items(model: FactorRecommender, test: pd.DataFrame,
     """
     k, user_ids, item_ids = _check_cold_arguments(model, test, item_features, "item_features",
                                                   k, metrics, n_threads)
-    candidates = pd.Index(item_features["item_id"])
-    if candidates.has_duplicates:
-        raise ValueError(f"item_features repeats items (first: "
-                         f"{candidates[candidates.duplicated()][0]!r}); give one row each.")
-    known = pd.Index(item_ids).get_indexer(candidates) >= 0
-    if known.any():
-        raise ValueError(f"{int(known.sum())} rows of item_features are items the model was "
-                         f"trained on (first: {candidates[known][0]!r}); cold items are "
-                         f"items it never saw: hold them out with split_cold_items.")
-    columns = candidates.get_indexer(test["item_id"])
-    if (columns < 0).any():
-        missing = test["item_id"].to_numpy()[columns < 0]
-        raise ValueError(f"{int((columns < 0).sum())} test rows name items without a row "
-                         f"in item_features (first: {missing[0]!r}); every cold item "
-                         f"needs its features.")
+    candidates, columns = _cold_index(item_features, "item", item_ids, test,
+                                      "split_cold_items")
     rows = pd.Index(user_ids).get_indexer(test["user_id"])
     unknown = rows < 0
     if unknown.any():
@@ -542,20 +529,7 @@ def evaluate_cold_users(model: FactorRecommender, test: pd.DataFrame,
     k, user_ids, item_ids = _check_cold_arguments(model, test, user_features, "user_features",
                                                   k, metrics, n_threads)
     features = user_features[user_features["user_id"].isin(test["user_id"])]
-    rows_of = pd.Index(features["user_id"])
-    if rows_of.has_duplicates:
-        raise ValueError(f"user_features repeats users (first: "
-                         f"{rows_of[rows_of.duplicated()][0]!r}); give one row each.")
-    known = pd.Index(user_ids).get_indexer(rows_of) >= 0
-    if known.any():
-        raise ValueError(f"{int(known.sum())} test users are users the model was trained on "
-                         f"(first: {rows_of[known][0]!r}); cold users are users it never "
-                         f"saw: hold them out with split_cold_users.")
-    rows = rows_of.get_indexer(test["user_id"])
-    if (rows < 0).any():
-        missing = test["user_id"].to_numpy()[rows < 0]
-        raise ValueError(f"{pd.unique(missing).size} test users have no row in user_features "
-                         f"(first: {missing[0]!r}); every cold user needs its features.")
+    rows_of, rows = _cold_index(features, "user", user_ids, test, "split_cold_users")
     columns = pd.Index(item_ids).get_indexer(test["item_id"])
     unknown = columns < 0
     if unknown.any():
@@ -590,6 +564,30 @@ def _check_cold_arguments(model: FactorRecommender, test: pd.DataFrame,
         raise ValueError("cold-start evaluation needs a model fit on raw ids (a DataFrame), "
                          "so that test rows and feature rows can name users and items.")
     return k, user_ids, item_ids
+
+
+def _cold_index(features: pd.DataFrame, kind: str, known_ids: NDArray[Any],
+                test: pd.DataFrame, split: str) -> tuple[pd.Index, NDArray[np.int64]]:
+    """The cold entities (the rows of ``features``, of ``kind``) and each test row's
+    position among them, after checking that none repeats, none is known to the model
+    and every test row's entity has a row."""
+    column = f"{kind}_id"
+    index = pd.Index(features[column])
+    if index.has_duplicates:
+        raise ValueError(f"{kind}_features repeats {kind}s (first: "
+                         f"{index[index.duplicated()][0]!r}); give one row each.")
+    known = pd.Index(known_ids).get_indexer(index) >= 0
+    if known.any():
+        raise ValueError(f"{int(known.sum())} of the cold {kind}s are {kind}s the model was "
+                         f"trained on (first: {index[known][0]!r}); cold {kind}s are {kind}s "
+                         f"it never saw: hold them out with {split}.")
+    positions = index.get_indexer(test[column])
+    if (positions < 0).any():
+        missing = test[column].to_numpy()[positions < 0]
+        raise ValueError(f"{int((positions < 0).sum())} test rows name {kind}s without a row "
+                         f"in {kind}_features (first: {missing[0]!r}); every cold {kind} "
+                         f"needs its features.")
+    return index, positions.astype(np.int64)
 
 
 def _relevance(rows: NDArray[np.int64], columns: NDArray[np.int64],

@@ -228,13 +228,14 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     the best ``1 / REDUCTION_FACTOR`` of them (with ``partial_fit``, from their best
     epoch) to ``REDUCTION_FACTOR`` times as many epochs (rung 1), and so on up to
     ``max_epochs``; a trial that early stopping ended is not continued but still
-    competes. Then the next bracket starts with new configurations. The first
-    configurations are the zero-shot start: the configurations of a small portfolio that
-    each beat the defaults on a set of the data family warprec is measured on, those the
-    search space can give, ordered by how they did on the family set whose shape (users,
-    positives per user and per item) is nearest to X's (``warprec._portfolio``). The
-    others are drawn from ``search_space`` by a numpy Generator seeded by
-    ``random_state`` (a configuration is never drawn twice).
+    competes. Then the next bracket starts with new configurations. With the default
+    search space the first configurations are the zero-shot start: the configurations
+    of a small portfolio that each beat the defaults on a set of the data family warprec
+    is measured on (their other parameters at the estimator's defaults), ordered by how
+    they did on the family set whose shape (users, positives per user and per item) is
+    nearest to X's (``warprec._portfolio``). The others, and all of them with a given
+    ``search_space``, are drawn by a numpy Generator seeded by ``random_state`` (a
+    configuration is never drawn twice).
 
     The choice: the trial with the best validation score other than the defaults wins
     only if its mean per-user gain over the defaults (both at their best epochs, on the
@@ -390,11 +391,13 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         raise
     # the budget counts from the call's start, compilation included (the call ends when
     # it said it would); no trial's time or estimate includes the compilation, done first
-    # the zero-shot start: the portfolio's configurations the space holds, in the order
-    # of the family set of the nearest shape
+    # the zero-shot start (the default space only: a given space is searched as given):
+    # the portfolio's configurations the space holds, in the order of the family set of
+    # the nearest shape
     defaults = WARPFactorizer().get_params()
-    first = [_complete(params, space, defaults) for params in _portfolio.ranked(
-        matrix, space, lambda params, sub: _holds(params, sub, defaults["loss"]))]
+    first = [] if search_space is not None else [
+        _complete(params, space, defaults) for params in _portfolio.ranked(
+            matrix, space, lambda params, sub: _holds(params, sub, defaults["loss"]))]
     search = _Search(
         first=first, full=full, train=_validation.select(matrix, ~held),
         valid=_validation.select(matrix, held),

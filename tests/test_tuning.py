@@ -7,6 +7,7 @@ import math
 import time
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
@@ -808,3 +809,47 @@ def test_compilation_counts_in_the_budget_and_in_no_trial(X, monkeypatch):
     # the defaults trial ran to its end and configurations were tried after it
     assert out.trials["trial"].nunique() > 1
     assert out.elapsed_seconds <= 6 * 1.25 + 0.5
+
+
+# ------------------------------------------------------------------ side features
+def test_tune_with_item_features_searches_their_weight(X):
+    """With side features every trial and the refit fit the hybrid model, the default
+    space is FEATURE_SEARCH_SPACE (feature_weight searched, no several violators, no
+    zero-shot start)."""
+    from warprec.tuning import FEATURE_SEARCH_SPACE
+
+    rows = np.arange(X.shape[1])
+    genres = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, rows % 5)),
+                           shape=(X.shape[1], 5))
+    out = tune(X, time_budget=4, n_threads=1, random_state=0, item_features=genres)
+    trials = out.trials
+    assert "feature_weight" in trials.columns and "max_violators" not in trials.columns
+    drawn = trials[trials["trial"] > 0]
+    assert len(drawn) and set(drawn["feature_weight"]) <= set(
+        FEATURE_SEARCH_SPACE[0]["feature_weight"])
+    model = out.best_model
+    assert model.item_features_.shape == (X.shape[1], X.shape[1] + 5)
+    assert model.feature_weight_ == out.best_params["feature_weight"]
+
+
+@pytest.mark.parametrize("space, match", [
+    (CCL_SEARCH_SPACE, "loss 'ccl'"),
+    (dict(WARP_SEARCH_SPACE), "max_violators=10"),
+])
+def test_tune_with_features_refuses_what_the_hybrid_model_does_not_train(X, space, match):
+    genres = sp.identity(X.shape[1], dtype=np.float32, format="csr")
+    with pytest.raises(ValueError, match=match):
+        tune(X, time_budget=1, search_space=space, item_features=genres)
+
+
+def test_cli_tune_with_item_features(ratings_csv, tmp_path, capsys):
+    frame = pd.read_csv(ratings_csv)
+    items = tmp_path / "items.csv"
+    ids = sorted(frame["movieId"].unique())
+    pd.DataFrame({"movieId": ids, "genre": [f"g{i % 4}" for i in range(len(ids))]}).to_csv(
+        items, index=False)
+    code, out, err = _run(["tune", ratings_csv, "--time-budget", 3, "--threads", 1,
+                           "--quiet", "--json", "--item-features", items], capsys)
+    assert code == 0, err
+    rows = json.loads(out)["trials"]
+    assert all("feature_weight" in row for row in rows)

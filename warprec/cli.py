@@ -199,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", help="write the best model, refit on all ratings (.npz)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--item-features", help="CSV of item features with an item id column: "
+                                           "search the hybrid model, its features' weight "
+                                           "included")
+    p.add_argument("--user-features", help="CSV of user features with a user id column")
     _data_args(p)
 
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
@@ -607,7 +611,7 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     parameters (or JSON) and optionally the best model."""
     import math
 
-    from .tuning import CCL_SEARCH_SPACE, SEARCH_SPACE, WARP_SEARCH_SPACE, tune
+    from .tuning import CCL_SEARCH_SPACE, WARP_SEARCH_SPACE, tune
 
     if not (math.isfinite(args.time_budget) and args.time_budget > 0):
         raise CLIError(f"--time-budget must be a number of seconds > 0 "
@@ -615,12 +619,12 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     if args.output:
         _check_output(args.output)
     data = _read_positives(args.ratings, args)
-    # the ignores: tuning.py annotates search_space as a dict (it takes the tuple
-    # SEARCH_SPACE too) and TuneResult.best_model and .trials as object
+    # the ignores: TuneResult.best_model and .trials are annotated as object. "both" is
+    # tune's default space (and its zero-shot start; with features, the hybrid space)
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
                   random_state=args.seed, metric=args.metric, verbose=not args.quiet,
                   search_space={"warp": WARP_SEARCH_SPACE, "ccl": CCL_SEARCH_SPACE,
-                                "both": SEARCH_SPACE}[args.space])  # type: ignore[arg-type]
+                                "both": None}[args.space], **_read_side_features(args))
     path = (result.best_model.save(args.output)  # type: ignore[attr-defined]
             if args.output else None)
     trials: pd.DataFrame = result.trials  # type: ignore[assignment]

@@ -31,10 +31,12 @@ import types
 import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _portfolio, _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
@@ -45,11 +47,12 @@ from ._trainer import (CompileWatch, compile_configuration, epoch_order, kernel_
 from ._defaults import FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN, TUNE_SWITCH_Z
 from .exceptions import DivergenceError, WarprecWarning
 
-__all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FIRST_RUNG_EPOCHS",
+__all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FEATURE_SEARCH_SPACE",
+           "FIRST_RUNG_EPOCHS",
            "REDUCTION_FACTOR", "TuneResult", "tune"]
 
 if TYPE_CHECKING:
-    from ._typing import InteractionData, RandomState
+    from ._typing import FeatureData, InteractionData, RandomState
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +106,15 @@ CCL_SEARCH_SPACE = types.MappingProxyType({
 #: On amazon-book the cosine loss's configurations win by a wide margin; elsewhere the
 #: WARP defaults or a WARP configuration do (benchmarks/README.md).
 SEARCH_SPACE = (WARP_SEARCH_SPACE, CCL_SEARCH_SPACE)
+
+#: The default search space of :func:`tune` with side features: the hybrid model trains
+#: WARP with one violator per positive, so the WARP dict without ``max_violators``,
+#: and the side features' weight against the indicator features (``feature_weight``;
+#: measured in benchmarks/results/cold_start.md).
+FEATURE_SEARCH_SPACE = (types.MappingProxyType({
+    **{name: spec for name, spec in WARP_SEARCH_SPACE.items() if name != "max_violators"},
+    "feature_weight": [0.1, 0.3, 1.0],
+}),)
 
 #: WARPFactorizer parameters that tune sets itself (not searchable).
 _CONTROLLED = {
@@ -196,9 +208,10 @@ class TuneResult:
 def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None = None,
          random_state: RandomState = 0, *, metric: str = "ndcg@10",
          validation_fraction: float = 0.1,
-         search_space: dict[str, Any] | tuple[dict[str, Any], ...] | None = None,
+         search_space: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
          max_epochs: int = 200, n_iter_no_change: int = 10,
-         verbose: bool = False) -> TuneResult:
+         verbose: bool = False, user_features: FeatureData | None = None,
+         item_features: FeatureData | None = None) -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
     A trial trains ``WARPFactorizer(**config, early_stopping=True,
@@ -315,6 +328,14 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         Early stopping's patience in every trial.
     verbose : bool, default False
         Show a tqdm progress bar over the budget's seconds with the best score so far.
+    user_features, item_features : optional
+        Side features, as :meth:`warprec.WARPFactorizer.fit` takes them: every trial and
+        the refit fit the hybrid model with them. The default space is then
+        :data:`FEATURE_SEARCH_SPACE` (WARP's, with the side features' weight
+        ``feature_weight`` and without several violators, which the hybrid model does
+        not train), with no zero-shot start; a given space must keep to losses ``"warp"``
+        and ``"bpr"`` with one violator. The trials validate on held-out positives of
+        known users and items (warm quality), not on new ones.
 
     Returns
     -------
@@ -366,8 +387,14 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     max_epochs, patience = int(max_epochs), int(n_iter_no_change)
 
     matrix, user_ids, item_ids = training_input(X)
-    space = _check_space(SEARCH_SPACE if search_space is None else search_space,
+    features = {name: value for name, value in (("user_features", user_features),
+                                                 ("item_features", item_features))
+                if value is not None}
+    default_space = FEATURE_SEARCH_SPACE if features else SEARCH_SPACE
+    space = _check_space(default_space if search_space is None else search_space,
                          matrix.shape[1])
+    if features:
+        _check_hybrid_space(space)
     # the split of every trial's early stopping (they all have random_state=seed)
     held = _validation.early_stopping_holdout(matrix, fraction,
                                               draw_seed(np.random.default_rng(seed)))
@@ -385,7 +412,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     progress = _progress(budget, verbose)
     try:
         compile_seconds = _compile_search(matrix, space, n_threads, seed, metric, fraction,
-                                          progress)
+                                          progress, hybrid=bool(features))
     except BaseException:
         progress.close()
         raise
@@ -395,11 +422,12 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     # the portfolio's configurations the space holds, in the order of the family set of
     # the nearest shape
     defaults = WARPFactorizer().get_params()
-    first = [] if search_space is not None else [
+    first = [] if search_space is not None or features else [
         _complete(params, space, defaults) for params in _portfolio.ranked(
             matrix, space, lambda params, sub: _holds(params, sub, defaults["loss"]))]
     search = _Search(
-        first=first, full=full, train=_validation.select(matrix, ~held),
+        first=first, full=full, features=features,
+        train=_validation.select(matrix, ~held),
         valid=_validation.select(matrix, held),
         refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
@@ -432,13 +460,13 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
             model = _fit_until(WARPFactorizer(**best.params, epochs=epochs,
                                               early_stopping=False, n_threads=n_threads,
                                               random_state=seed),
-                               full, search.deadline)
+                               full, search.deadline, features)
             best_params = dict(best.params, epochs=int(model.epochs), early_stopping=False)
         else:
             best_params = dict(best.params, epochs=int(best.epochs), early_stopping=False)
             search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
             model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
-            model.fit(full)
+            model.fit(full, **features)
         elapsed = time.perf_counter() - start
         search.progress.update_to(time.perf_counter() - search.start)
     finally:
@@ -513,7 +541,8 @@ def _kernel_configurations(space, n_users, n_items):
     return list(found.values())
 
 
-def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
+def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress, *,
+                    hybrid=False):
     """Compile (or load from Numba's cache) every kernel the search can run, before
     its trials: the epoch kernel of each configuration of ``space`` on X's shape
     (:func:`_kernel_configurations`), and the kernels of a validated fit and of the
@@ -538,6 +567,13 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
                                           _validation.select(tiny, ~held), metric,
                                           [model.seed_, 2], 1)
             monitor.values(model.user_factors_, model.item_factors_, model.item_biases_)
+        if hybrid:
+            # the side features' kernel, from a tiny fit with two features per item
+            rows = np.arange(tiny.shape[1])
+            given = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, rows % 2)),
+                                  shape=(tiny.shape[1], 2))
+            WARPFactorizer(epochs=1, n_threads=1, random_state=seed).fit(
+                tiny, item_features=given)
     seconds = time.perf_counter() - tic
     if watch.compiled:
         log.info("tune: compiled the search's kernels in %.1f s, before any trial (the "
@@ -545,17 +581,17 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress):
     return seconds
 
 
-def _fit_until(model, X, deadline):
-    """Fit ``model`` (its ``epochs`` at most) until the next epoch, at the median wall time
-    of the epochs so far, would end after ``deadline``; ``epochs`` is set to the epochs
-    trained."""
+def _fit_until(model, X, deadline, features):
+    """Fit ``model`` (its ``epochs`` at most; with the side ``features``, keyword
+    arguments of ``fit``) until the next epoch, at the median wall time of the epochs so
+    far, would end after ``deadline``; ``epochs`` is set to the epochs trained."""
     marks = [time.perf_counter()]
 
     def callback(fitted, info):
         marks.append(time.perf_counter())
         return marks[-1] + float(np.median(np.diff(marks))) <= deadline
 
-    model.fit(X, callback=callback)
+    model.fit(X, callback=callback, **features)
     model.set_params(epochs=int(model.epochs_done_))
     return model
 
@@ -586,11 +622,12 @@ class _Trial:
 class _Search:
     """State of one :func:`tune` call's successive halving."""
 
-    def __init__(self, *, first, full, train, valid, refit, space, seed, metric, fraction,
-                 max_epochs, patience, n_threads, start, budget, progress):
+    def __init__(self, *, first, full, features, train, valid, refit, space, seed, metric,
+                 fraction, max_epochs, patience, n_threads, start, budget, progress):
         from .model import WARPFactorizer
 
         self.first = list(first)     # the zero-shot start, drawn before any random draw
+        self.features = features     # fit's side-feature arguments, for every trial
 
         self.full, self.train, self.valid, self.refit = full, train, valid, refit
         # large data: the estimator's checks (every validation_interval_ epochs); small
@@ -869,7 +906,7 @@ class _Search:
                                        n_iter_no_change=self.patience,
                                        validation_metric=self.metric, n_threads=self.n_threads,
                                        random_state=self.seed)
-                model.fit(self.full, callback=callback)
+                model.fit(self.full, callback=callback, **self.features)
         except DivergenceError as exc:
             log.debug("trial %d diverged: %s", trial.index, exc)
             status = "diverged"
@@ -1071,6 +1108,22 @@ def _complete(params, space, defaults):
     parameters at the estimator's ``defaults``."""
     sub = next(sub for sub in space if _holds(params, sub, defaults["loss"]))
     return {name: params.get(name, defaults[name]) for name in sub}
+
+
+def _check_hybrid_space(space):
+    """With side features every configuration must train the hybrid model: WARP or BPR,
+    with one violator per positive (a clear error before any trial otherwise)."""
+    for k, sub in enumerate(space):
+        losses = sub["loss"][1] if "loss" in sub else []
+        bad = [loss for loss in losses if loss not in ("warp", "bpr")]
+        violators = [v for v in (sub["max_violators"][1] if "max_violators" in sub else [])
+                     if v != 1]
+        if bad or violators:
+            what = f"loss {bad[0]!r}" if bad else f"max_violators={violators[0]}"
+            raise ValueError(f"search_space[{k}] has {what}, which side features do not "
+                             f"train (the hybrid model trains loss 'warp' or 'bpr' with "
+                             f"max_violators=1). Leave it out of the space, or tune without "
+                             f"user_features / item_features.")
 
 
 def _in_space(params, space):

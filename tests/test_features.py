@@ -8,14 +8,14 @@ import pytest
 import scipy.sparse as sp
 
 import naive
-from kernel_calls import filter_of
-from warprec import WARPFactorizer, WarprecWarning
+from kernel_calls import filter_of, run_epoch
+from warprec import WARPFactorizer, WarprecWarning, _hybrid
 from warprec._kernels import train
 from warprec._kernels.features import FeatureParameters
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate_factors
-from warprec._hybrid import decay_share
+from warprec._hybrid import decay_share, indicators_only
 from warprec.weights import resolve_rank_weighting
 
 
@@ -69,6 +69,68 @@ def test_hybrid_epoch_matches_reference(loss, adagrad):
     for got, want in zip(fast, slow):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     assert not np.array_equal(fast[0], EU) and not np.array_equal(fast[2], c)
+
+
+def test_indicators_only():
+    """Each row its own indicator, weight 1 (empty columns after them allowed)."""
+    eye = sp.identity(5, dtype=np.float32, format="csr")
+    assert indicators_only(eye)
+    assert indicators_only(sp.hstack([eye, sp.csr_matrix((5, 3))], format="csr"))
+    assert not indicators_only(eye * 2)
+    assert not indicators_only(eye[[1, 0, 2, 3, 4]])
+    assert not indicators_only(sp.hstack([eye, sp.csr_matrix(np.ones((5, 1)))], format="csr"))
+    assert not indicators_only(eye[:, :4])
+    explicit_zero = eye.copy()
+    explicit_zero.data[2] = 0.0
+    assert not indicators_only(explicit_zero)
+
+
+def test_indicator_features_train_as_the_plain_model():
+    """With indicator features only, a hybrid epoch and a plain epoch from the same
+    state give the same model (up to rounding): what lets the estimator train such a
+    hybrid model with the plain kernel."""
+    gen = np.random.default_rng(7)
+    n_users, n_items, d = 20, 50, 8
+    X = sp.random(n_users, n_items, density=0.2, format="csr", random_state=7,
+                  dtype=np.float32)
+    X.data[:] = 1.0
+    X.indices = X.indices.astype(np.int32)
+    U = (gen.standard_normal((n_users, d)) * 0.3).astype(np.float32)
+    V = (gen.standard_normal((n_items, d)) * 0.3).astype(np.float32)
+    b = (gen.standard_normal(n_items) * 0.1).astype(np.float32)
+    hybrid = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    plain = [a.copy() for a in hybrid]
+    order = gen.permutation(X.nnz).astype(np.int64)
+    table = resolve_rank_weighting("harmonic", n_items).table
+    assert _kernel_epoch(*hybrid, np.eye(n_users), np.eye(n_items), X, order, table,
+                         loss=train.LOSS_WARP, adagrad=True)
+    ok, work = run_epoch(plain, X, order, table, learning_rate=0.1, alpha=0.01, seed=3,
+                         epoch=1)
+    assert ok and work.stats[0, train.STAT_UPDATES] > X.nnz // 2
+    for got, want in zip(hybrid, plain):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_estimator_trains_indicator_features_with_the_plain_kernel(monkeypatch):
+    """Indicator features only, for users and items: the estimator picks the plain
+    kernel, whose fit equals the hybrid kernel's up to rounding; the factors are the
+    indicators' embeddings."""
+    X = make_interactions(120, 80, 2400, rank=4, random_state=3).tocsr()
+    features = dict(user_features=sp.identity(120, dtype=np.float32, format="csr"),
+                    item_features=sp.identity(80, dtype=np.float32, format="csr"))
+    params = dict(n_components=8, epochs=2, n_threads=1, early_stopping=False,
+                  identity_features=False, random_state=2)
+    fast = WARPFactorizer(**params).fit(X, **features)
+    assert _hybrid.plain_kernel(fast)
+    assert isinstance(_hybrid.kernel_parameters(fast), train.Parameters)
+    np.testing.assert_array_equal(fast.user_factors_, fast.user_feature_factors_)
+    np.testing.assert_array_equal(fast.item_biases_, fast.item_feature_biases_)
+    monkeypatch.setattr(_hybrid, "plain_kernel", lambda model: False)
+    slow = WARPFactorizer(**params).fit(X, **features)
+    assert isinstance(_hybrid.kernel_parameters(slow), FeatureParameters)
+    for name in ("user_factors_", "item_factors_", "item_biases_"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-4,
+                                   atol=1e-5)
 
 
 @pytest.fixture(scope="module")

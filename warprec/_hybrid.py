@@ -25,7 +25,8 @@ from ._kernels.epoch import Parameters
 from ._kernels.features import FeatureParameters
 
 __all__ = ["FEATURE_ARRAYS", "is_hybrid", "n_indicators", "initialise", "grow", "update",
-           "embed", "arrays_to_save", "load_arrays", "indicators_only", "plain_kernel",
+           "embed", "arrays_to_save", "load_arrays", "indicators_only", "leading_indicators",
+           "plain_kernel",
            "kernel_parameters", "represent", "decay_share"]
 
 #: The arrays the hybrid model's kernel updates (with side features).
@@ -231,6 +232,17 @@ def indicators_only(features: sp.csr_matrix) -> bool:
                 and (features.data == 1).all())
 
 
+def leading_indicators(features: sp.csr_matrix) -> bool:
+    """Whether the first stored feature of every row ``r`` of ``features`` (CSR, sorted
+    indices) is column ``r``: the entities' indicators, which come first with
+    ``identity_features`` (the kernel then knows an entity's own row without reading its
+    feature list, and prefetches it)."""
+    n = features.shape[0]
+    starts = features.indptr[:-1]
+    return bool(features.shape[1] >= n and (features.indptr[1:] > starts).all()
+                and np.array_equal(features.indices[starts], np.arange(n)))
+
+
 def plain_kernel(model) -> bool:
     """Whether the plain model's kernel trains this hybrid model: every user's and every
     item's features are its indicator alone (:func:`indicators_only`). A user's
@@ -259,7 +271,9 @@ def kernel_parameters(model):
         V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
         model.user_feature_factors_, model.item_feature_factors_, model.item_feature_biases_,
         model.user_feature_grad_sq_, model.item_feature_grad_sq_,
-        model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V))
+        model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V),
+        leading_indicators(U), leading_indicators(V), bool((U.data == 1).all()),
+        bool((V.data == 1).all()))
 
 
 def represent(model):

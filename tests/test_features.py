@@ -12,7 +12,7 @@ from kernel_calls import filter_of, run_epoch
 from warprec import WARPFactorizer, WarprecWarning, _hybrid
 from warprec._kernels import train
 from warprec._kernels.config import FIXED_D
-from warprec._kernels.features import FeatureParameters, represent
+from warprec._kernels.features import FeatureParameters, represent, score_rows
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate_factors
@@ -82,8 +82,10 @@ def test_hybrid_epoch_matches_reference(loss, adagrad, prefetch, unit):
 @pytest.mark.parametrize("unit", [False, True])
 def test_representations_sum_the_feature_rows(d, unit):
     """The kernel's representation of an entity (and an item's bias) is the weighted
-    sum of its feature rows, at the fixed dimension (unrolled code) and another; with
-    ``unit`` the weights are all 1 and not read."""
+    sum of its feature rows, and its score of an item the representations' product
+    plus the bias (summed row by row, the item's representation never written), at the
+    fixed dimension (unrolled code) and another; with ``unit`` the weights are all 1
+    and not read."""
     gen = np.random.default_rng(d)
     F = sp.random(30, 12, density=0.25, format="csr", random_state=d, dtype=np.float32)
     F.data[:] = 1.0 if unit else gen.uniform(0.1, 2.0, F.nnz)
@@ -91,6 +93,7 @@ def test_representations_sum_the_feature_rows(d, unit):
     E = gen.standard_normal((12, d)).astype(np.float32)
     c = gen.standard_normal(12).astype(np.float32)
     out = np.full(d, np.nan, np.float32)
+    user = gen.standard_normal(d).astype(np.float32)
     weights = np.full(F.nnz, np.nan, np.float32) if unit else F.data
     for row in range(30):
         bias = represent(F.indptr.astype(np.int64), F.indices, weights, unit, E, c, row, out,
@@ -98,6 +101,11 @@ def test_representations_sum_the_feature_rows(d, unit):
         np.testing.assert_allclose(out, naive.feature_representation(dense, E, row),
                                    rtol=1e-5, atol=1e-6)
         assert bias == pytest.approx(naive.feature_bias(dense, c, row), rel=1e-5, abs=1e-6)
+        score = score_rows(user, F.indptr.astype(np.int64), F.indices, weights, unit, E, c,
+                           row, d)
+        want = user @ naive.feature_representation(dense, E, row) + naive.feature_bias(
+            dense, c, row)
+        assert score == pytest.approx(want, rel=1e-5, abs=1e-5)
 
 
 def test_indicators_only():

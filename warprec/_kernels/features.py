@@ -148,27 +148,37 @@ def feature_rows_step(indptr, indices, weights, unit, E, G, c, Gc, row, directio
 
 
 @inlined
+def score_rows(rep, indptr, indices, weights, unit, E, c, row, d):
+    """``sum_f x_f (<rep, E[f]> + c[f])`` over the features of ``row``: the score of an
+    item (``row``) for a user whose representation is ``rep``, ``<rep, sum_f x_f E[f]> +
+    sum_f x_f c[f]``, without writing the item's representation (a sum of ``d``
+    products per feature row; ``d`` as in :func:`represent`)."""
+    acc = np.float32(0.0)
+    for q in range(indptr[row], indptr[row + 1]):
+        f = indices[q]
+        x = np.float32(1.0) if unit else weights[q]
+        acc += x * (_dot_rows(rep, E[f], d) + c[f])
+    return acc
+
+
+@inlined
 def feature_score(rows, j):
     """``f(u, j)`` for ``rows = (rep_u, item_indptr, item_indices, item_weights,
-    item_unit_weights, E_I, c, out, item_indicators)``: the user's representation
-    ``rep_u`` dotted with item ``j``'s, which is left in ``out``, plus the item's
-    bias."""
-    rep_u, iptr, iind, iw, iunit, EI, c, out, _ = rows
+    item_unit_weights, E_I, c, item_indicators)``: :func:`score_rows` of item ``j`` for
+    the user's representation ``rep_u``."""
+    rep_u, iptr, iind, iw, iunit, EI, c, _ = rows
     # (the negative trials are the innermost loop: the fixed dimension's code unrolled,
     # as the plain model's ``warp.factor_score``)
     if EI.shape[1] == FIXED_D:
-        b_j = represent(iptr, iind, iw, iunit, EI, c, j, out, FIXED_D)
-        return _dot_rows(rep_u, out, FIXED_D) + b_j
-    d = EI.shape[1]
-    b_j = represent(iptr, iind, iw, iunit, EI, c, j, out, d)
-    return _dot_rows(rep_u, out, d) + b_j
+        return score_rows(rep_u, iptr, iind, iw, iunit, EI, c, j, FIXED_D)
+    return score_rows(rep_u, iptr, iind, iw, iunit, EI, c, j, EI.shape[1])
 
 
 @inlined
 def fetch_candidate(rows, j):
     """Prefetch what :func:`feature_score` reads first for item ``j``: its CSR bounds
     and, with ``item_indicators``, its indicator's row and bias."""
-    _, iptr, _, _, _, EI, c, _, own = rows
+    _, iptr, _, _, _, EI, c, own = rows
     prefetch(iptr, j)
     if own:
         prefetch_row(EI, j)
@@ -240,7 +250,7 @@ def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_
             _fetch_list(iptr, iind, iw, iunit, early[t])
         if s + 1 < hi:
             n_early[(s + 1) & 1] = draw_early(
-                fetch_candidate, (buf[0], iptr, iind, iw, iunit, EI, c, buf[2],
+                fetch_candidate, (buf[0], iptr, iind, iw, iunit, EI, c,
                                   fparams.item_indicators),
                 iptr.shape[0] - 1, positives.indptr, indices, users, order, s + 1,
                 settings.max_sampled, 1, positives.neg_cdf, positives.filt, shift,
@@ -273,8 +283,7 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     represent(uptr, uind, uw, uunit, EU, no_bias, u, rep_u, d)
     b_i = represent(iptr, iind, iw, iunit, EI, c, i, rep_i, d)
     f_i = _dot_rows(rep_u, rep_i, d) + b_i
-    # the candidate's representation: rep_c
-    rows = (rep_u, iptr, iind, iw, iunit, EI, c, rep_c, fparams.item_indicators)
+    rows = (rep_u, iptr, iind, iw, iunit, EI, c, fparams.item_indicators)
     if loss == LOSS_BPR:
         j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
         g, sample_loss = bpr_terms(f_i - feature_score(rows, j))
@@ -298,7 +307,8 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     if g == 0:
         return True, 0, trials, sample_loss, rank_loss
     g32 = np.float32(g)
-    # user features along rep_j - rep_i
+    # user features along rep_j - rep_i (the negative's representation: rep_c)
+    represent(iptr, iind, iw, iunit, EI, c, j, rep_c, d)
     for k in range(rep_j.shape[0]):
         rep_j[k] = rep_c[k] - rep_i[k]
     ok = feature_rows_step(uptr, uind, uw, uunit, EU, GU, no_bias, Gc[:0], u, rep_j,

@@ -164,9 +164,9 @@ def score_rows(rep, indptr, indices, weights, unit, E, c, row, d):
 @inlined
 def feature_score(rows, j):
     """``f(u, j)`` for ``rows = (rep_u, item_indptr, item_indices, item_weights,
-    item_unit_weights, E_I, c, item_indicators)``: :func:`score_rows` of item ``j`` for
-    the user's representation ``rep_u``."""
-    rep_u, iptr, iind, iw, iunit, EI, c, _ = rows
+    item_unit_weights, E_I, c, item_indicators, item_decay_share)``: :func:`score_rows`
+    of item ``j`` for the user's representation ``rep_u``."""
+    rep_u, iptr, iind, iw, iunit, EI, c, _, _ = rows
     # (the negative trials are the innermost loop: the fixed dimension's code unrolled,
     # as the plain model's ``warp.factor_score``)
     if EI.shape[1] == FIXED_D:
@@ -177,12 +177,14 @@ def feature_score(rows, j):
 @inlined
 def fetch_candidate(rows, j):
     """Prefetch what :func:`feature_score` reads first for item ``j``: its CSR bounds
-    and, with ``item_indicators``, its indicator's row and bias."""
-    _, iptr, _, _, _, EI, c, own = rows
+    and, with ``item_indicators``, its indicator's row and bias (and decay share, which
+    the update of a violator reads)."""
+    _, iptr, _, _, _, EI, c, own, share = rows
     prefetch(iptr, j)
     if own:
         prefetch_row(EI, j)
         prefetch(c, j)
+        prefetch(share, j)
 
 
 # ------------------------------------------------------------- the epoch's plug-ins
@@ -216,7 +218,8 @@ def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_
                       clip, prefetching, freeze_items, violators):
     """With ``Mode.prefetch``: the plain pipeline (``warp.prefetch_ahead``) on the
     indicators' rows when both sides have them (else the ids of a later sample), the
-    CSR bounds of sample ``s + SAMPLES_AHEAD``'s user and item and the feature lists of
+    CSR bounds of sample ``s + SAMPLES_AHEAD``'s user and item (and their indicators'
+    decay shares and bias accumulator, which an update reads) and the feature lists of
     sample ``s + 1``'s; the first candidates of sample ``s + 1``, drawn now
     (``warp.draw_early``, with :func:`fetch_candidate`), and the feature lists of those
     of sample ``s``, drawn one sample ago."""
@@ -240,6 +243,11 @@ def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_
         p = order[mid]
         prefetch(uptr, users[p])
         prefetch(iptr, indices[p])
+        if fparams.user_indicators:
+            prefetch(fparams.user_decay_share, users[p])
+        if fparams.item_indicators:
+            prefetch(fparams.item_decay_share, indices[p])
+            prefetch(fparams.item_feature_bias_grad_sq, indices[p])
     if s + 1 < hi:
         p = order[s + 1]
         _fetch_list(uptr, uind, uw, fparams.user_unit_weights, users[p])
@@ -251,7 +259,7 @@ def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_
         if s + 1 < hi:
             n_early[(s + 1) & 1] = draw_early(
                 fetch_candidate, (buf[0], iptr, iind, iw, iunit, EI, c,
-                                  fparams.item_indicators),
+                                  fparams.item_indicators, fparams.item_decay_share),
                 iptr.shape[0] - 1, positives.indptr, indices, users, order, s + 1,
                 settings.max_sampled, 1, positives.neg_cdf, positives.filt, shift,
                 settings.seed, epoch, work.candidates[thread, (s + 1) & 1])
@@ -283,7 +291,8 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     represent(uptr, uind, uw, uunit, EU, no_bias, u, rep_u, d)
     b_i = represent(iptr, iind, iw, iunit, EI, c, i, rep_i, d)
     f_i = _dot_rows(rep_u, rep_i, d) + b_i
-    rows = (rep_u, iptr, iind, iw, iunit, EI, c, fparams.item_indicators)
+    rows = (rep_u, iptr, iind, iw, iunit, EI, c, fparams.item_indicators,
+            fparams.item_decay_share)
     if loss == LOSS_BPR:
         j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
         g, sample_loss = bpr_terms(f_i - feature_score(rows, j))

@@ -18,7 +18,8 @@ KERNEL_CACHES = TESTS.parent / ".pytest_cache" / "numba"
 
 def _use_a_cache_of_these_sources():
     """Point Numba's on-disk cache at a folder named after the digest of every warprec
-    source file that uses Numba, so that no test runs a kernel compiled from other sources.
+    source file that uses Numba (and every file of ``_kernels/``), so that no test runs a
+    kernel compiled from other sources.
 
     Numba's cache (``cache=True``) checks a function against its own file only (numba
     0.68 stores a hash of that file's contents), not against the files of the functions
@@ -33,7 +34,9 @@ def _use_a_cache_of_these_sources():
     digest = hashlib.sha1()
     for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_bytes()
-        if b"numba" in source:
+        # (every file of the kernel layer: some are compiled into kernels without naming
+        # numba, e.g. the loss modules plugged into the epoch skeleton)
+        if b"numba" in source or "_kernels" in path.relative_to(PACKAGE).parts:
             digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + source)
     name = "warprec-" + digest.hexdigest()[:16]
     given = os.environ.get("NUMBA_CACHE_DIR")

@@ -332,6 +332,20 @@ def score_bound(U, V, b):
     return U.shape[1] * max_abs(U) * max_abs(V) + max_abs(b)
 
 
+def feature_representation(F, E, row):
+    """A hybrid model's representation of entity ``row``: ``sum_f F[row, f] E[f]`` over
+    its features (``F`` a dense feature matrix), in float32."""
+    f32 = np.float32
+    return sum((f32(F[row, f]) * E[f] for f in np.flatnonzero(F[row])),
+               np.zeros(E.shape[1], f32)).astype(f32)
+
+
+def feature_bias(F, c, row):
+    """An item's bias in the hybrid model: ``sum_f F[row, f] c[f]``, in float32."""
+    f32 = np.float32
+    return f32(sum(f32(F[row, f]) * c[f] for f in np.flatnonzero(F[row])))
+
+
 def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
                    max_sampled, adagrad, seed, epoch, loss="warp"):
     """One epoch of the hybrid model, one positive at a time, in place.
@@ -345,13 +359,10 @@ def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
     """
     f32 = np.float32
     n_items = FI.shape[0]
-
-    def rep(F, E, row):
-        return sum((f32(F[row, f]) * E[f] for f in np.flatnonzero(F[row])),
-                   np.zeros(E.shape[1], f32)).astype(f32)
+    rep = feature_representation
 
     def bias(row):
-        return f32(sum(f32(FI[row, f]) * c[f] for f in np.flatnonzero(FI[row])))
+        return feature_bias(FI, c, row)
 
     def step(F, E, G, cb, Gb, row, direction, g, bias_g):
         for f in np.flatnonzero(F[row]):

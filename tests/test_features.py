@@ -8,24 +8,26 @@ import pytest
 import scipy.sparse as sp
 
 import naive
-from kernel_calls import filter_of
-from warprec import WARPFactorizer, WarprecWarning
+from kernel_calls import filter_of, run_epoch
+from warprec import WARPFactorizer, WarprecWarning, _hybrid
 from warprec._kernels import train
-from warprec._kernels.features import FeatureParameters
+from warprec._kernels.config import FIXED_D
+from warprec._kernels.features import FeatureParameters, represent, score_rows
 from warprec.baselines import PopularityRecommender
 from warprec.datasets import make_interactions
 from warprec.metrics import evaluate_factors
-from warprec._hybrid import decay_share
+from warprec._hybrid import decay_share, indicators_only, leading_indicators
 from warprec.weights import resolve_rank_weighting
 
 
 def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagrad, seed=3,
-                  epoch=1, lr=0.1, alpha=0.01, max_sampled=5):
+                  epoch=1, lr=0.1, alpha=0.01, max_sampled=5, prefetch=False):
     FU, FI = sp.csr_matrix(FU, dtype=np.float32), sp.csr_matrix(FI, dtype=np.float32)
     fparams = FeatureParameters(
         FU.indptr.astype(np.int64), FU.indices.astype(np.int32), FU.data,
         FI.indptr.astype(np.int64), FI.indices.astype(np.int32), FI.data,
-        EU, EI, c, GU, GI, Gc, decay_share(FU), decay_share(FI))
+        EU, EI, c, GU, GI, Gc, decay_share(FU), decay_share(FI), leading_indicators(FU),
+        leading_indicators(FI), bool((FU.data == 1).all()), bool((FI.data == 1).all()))
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users,
                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.zeros(0),
@@ -33,19 +35,23 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
     settings = train.Settings(np.float32(lr), np.float32(alpha), np.float32(0.0), max_sampled,
                               1, 1, np.float32(0.5), np.float32(1.0), np.float32(0.0),
                               np.float32(0.2), 1, 1, table, 1.0, False, seed)
-    mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=False,
+    mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=prefetch,
                       features=True)
     work = train.make_work(mode, 1, EU.shape[1], X.shape[1], max_sampled, 1)
     return train.train_epoch(mode, fparams, positives, settings, work, order, epoch,
                              train.run_serially)
 
 
-# (WARP with Adagrad is the variant the estimator's tests compile anyway; BPR with plain SGD
-# covers the other loss and the other step in one more compiled variant)
-@pytest.mark.parametrize("loss,adagrad", [(train.LOSS_WARP, True), (train.LOSS_BPR, False)])
-def test_hybrid_epoch_matches_reference(loss, adagrad):
-    """Users and items with several weighted features each (shared between entities):
-    one kernel epoch follows the reference update by update."""
+# (WARP with Adagrad and prefetching: the prefetching pipeline must not change a draw;
+# BPR with plain SGD covers the other loss and the other step; the estimator's tests and
+# the golden digests compile WARP with Adagrad without prefetching)
+@pytest.mark.parametrize("loss,adagrad,prefetch", [(train.LOSS_WARP, True, True),
+                                                   (train.LOSS_BPR, False, False)])
+@pytest.mark.parametrize("unit", [False, True])
+def test_hybrid_epoch_matches_reference(loss, adagrad, prefetch, unit):
+    """Users and items with several features each (shared between entities), weighted
+    or all of weight 1 (whose weights the kernel does not read): one kernel epoch
+    follows the reference update by update."""
     gen = np.random.default_rng(4)
     n_users, n_items, d = 15, 40, 6
     X = sp.random(n_users, n_items, density=0.15, format="csr", random_state=4,
@@ -53,8 +59,8 @@ def test_hybrid_epoch_matches_reference(loss, adagrad):
     X.data[:] = 1.0
     X.indices = X.indices.astype(np.int32)
     FU = np.hstack([np.eye(n_users), gen.random((n_users, 3)) < 0.4]).astype(np.float32)
-    FI = np.hstack([np.eye(n_items), (gen.random((n_items, 4)) < 0.5) * 0.5]).astype(
-        np.float32)
+    FI = np.hstack([np.eye(n_items), (gen.random((n_items, 4)) < 0.5) * (1.0 if unit else 0.5)
+                    ]).astype(np.float32)
     EU = (gen.standard_normal((FU.shape[1], d)) * 0.3).astype(np.float32)
     EI = (gen.standard_normal((FI.shape[1], d)) * 0.3).astype(np.float32)
     c = (gen.standard_normal(FI.shape[1]) * 0.1).astype(np.float32)
@@ -62,13 +68,106 @@ def test_hybrid_epoch_matches_reference(loss, adagrad):
     slow = [a.copy() for a in fast]
     order = gen.permutation(X.nnz).astype(np.int64)
     table = resolve_rank_weighting("harmonic", n_items).table
-    assert _kernel_epoch(*fast, FU, FI, X, order, table, loss=loss, adagrad=adagrad)
+    assert _kernel_epoch(*fast, FU, FI, X, order, table, loss=loss, adagrad=adagrad,
+                         prefetch=prefetch)
     naive.features_epoch(*slow, FU, FI, X, order, table, lr=0.1, alpha=0.01, max_sampled=5,
                          adagrad=adagrad, seed=3, epoch=1,
                          loss="bpr" if loss == train.LOSS_BPR else "warp")
     for got, want in zip(fast, slow):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     assert not np.array_equal(fast[0], EU) and not np.array_equal(fast[2], c)
+
+
+@pytest.mark.parametrize("d", [FIXED_D, 5])
+@pytest.mark.parametrize("unit", [False, True])
+def test_representations_sum_the_feature_rows(d, unit):
+    """The kernel's representation of an entity (and an item's bias) is the weighted
+    sum of its feature rows, and its score of an item the representations' product
+    plus the bias (summed row by row, the item's representation never written), at the
+    fixed dimension (unrolled code) and another; with ``unit`` the weights are all 1
+    and not read."""
+    gen = np.random.default_rng(d)
+    F = sp.random(30, 12, density=0.25, format="csr", random_state=d, dtype=np.float32)
+    F.data[:] = 1.0 if unit else gen.uniform(0.1, 2.0, F.nnz)
+    dense = F.toarray()
+    E = gen.standard_normal((12, d)).astype(np.float32)
+    c = gen.standard_normal(12).astype(np.float32)
+    out = np.full(d, np.nan, np.float32)
+    user = gen.standard_normal(d).astype(np.float32)
+    weights = np.full(F.nnz, np.nan, np.float32) if unit else F.data
+    for row in range(30):
+        bias = represent(F.indptr.astype(np.int64), F.indices, weights, unit, E, c, row, out,
+                         d)
+        np.testing.assert_allclose(out, naive.feature_representation(dense, E, row),
+                                   rtol=1e-5, atol=1e-6)
+        assert bias == pytest.approx(naive.feature_bias(dense, c, row), rel=1e-5, abs=1e-6)
+        score = score_rows(user, F.indptr.astype(np.int64), F.indices, weights, unit, E, c,
+                           row, d)
+        want = user @ naive.feature_representation(dense, E, row) + naive.feature_bias(
+            dense, c, row)
+        assert score == pytest.approx(want, rel=1e-5, abs=1e-5)
+
+
+def test_indicators_only():
+    """Each row its own indicator, weight 1 (empty columns after them allowed)."""
+    eye = sp.identity(5, dtype=np.float32, format="csr")
+    assert indicators_only(eye)
+    assert indicators_only(sp.hstack([eye, sp.csr_matrix((5, 3))], format="csr"))
+    assert not indicators_only(eye * 2)
+    assert not indicators_only(eye[[1, 0, 2, 3, 4]])
+    assert not indicators_only(sp.hstack([eye, sp.csr_matrix(np.ones((5, 1)))], format="csr"))
+    assert not indicators_only(eye[:, :4])
+    explicit_zero = eye.copy()
+    explicit_zero.data[2] = 0.0
+    assert not indicators_only(explicit_zero)
+
+
+def test_indicator_features_train_as_the_plain_model():
+    """With indicator features only, a hybrid epoch and a plain epoch from the same
+    state give the same model (up to rounding): what lets the estimator train such a
+    hybrid model with the plain kernel."""
+    gen = np.random.default_rng(7)
+    n_users, n_items, d = 20, 50, 8
+    X = sp.random(n_users, n_items, density=0.2, format="csr", random_state=7,
+                  dtype=np.float32)
+    X.data[:] = 1.0
+    X.indices = X.indices.astype(np.int32)
+    U = (gen.standard_normal((n_users, d)) * 0.3).astype(np.float32)
+    V = (gen.standard_normal((n_items, d)) * 0.3).astype(np.float32)
+    b = (gen.standard_normal(n_items) * 0.1).astype(np.float32)
+    hybrid = [U.copy(), V.copy(), b.copy(), np.ones_like(U), np.ones_like(V), np.ones_like(b)]
+    plain = [a.copy() for a in hybrid]
+    order = gen.permutation(X.nnz).astype(np.int64)
+    table = resolve_rank_weighting("harmonic", n_items).table
+    assert _kernel_epoch(*hybrid, np.eye(n_users), np.eye(n_items), X, order, table,
+                         loss=train.LOSS_WARP, adagrad=True)
+    ok, work = run_epoch(plain, X, order, table, learning_rate=0.1, alpha=0.01, seed=3,
+                         epoch=1)
+    assert ok and work.stats[0, train.STAT_UPDATES] > X.nnz // 2
+    for got, want in zip(hybrid, plain):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_estimator_trains_indicator_features_with_the_plain_kernel(monkeypatch):
+    """Indicator features only, for users and items: the estimator picks the plain
+    kernel, whose fit equals the hybrid kernel's up to rounding; the factors are the
+    indicators' embeddings."""
+    X = make_interactions(120, 80, 2400, rank=4, random_state=3).tocsr()
+    features = dict(user_features=sp.identity(120, dtype=np.float32, format="csr"),
+                    item_features=sp.identity(80, dtype=np.float32, format="csr"))
+    params = dict(n_components=8, epochs=2, n_threads=1, early_stopping=False,
+                  identity_features=False, random_state=2)
+    fast = WARPFactorizer(**params).fit(X, **features)
+    assert _hybrid.plain_kernel(fast)
+    assert isinstance(_hybrid.kernel_parameters(fast), train.Parameters)
+    np.testing.assert_array_equal(fast.user_factors_, fast.user_feature_factors_)
+    np.testing.assert_array_equal(fast.item_biases_, fast.item_feature_biases_)
+    monkeypatch.setattr(_hybrid, "plain_kernel", lambda model: False)
+    slow = WARPFactorizer(**params).fit(X, **features)
+    assert isinstance(_hybrid.kernel_parameters(slow), FeatureParameters)
+    for name in ("user_factors_", "item_factors_", "item_biases_"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-4,
+                                   atol=1e-5)
 
 
 @pytest.fixture(scope="module")

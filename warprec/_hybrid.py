@@ -21,11 +21,13 @@ import scipy.sparse as sp
 from ._features import FeatureEncoder
 from ._inputs import IdMap
 from ._kernels.aligned import aligned, aligned_full
+from ._kernels.epoch import Parameters
 from ._kernels.features import FeatureParameters
 
 __all__ = ["FEATURE_ARRAYS", "is_hybrid", "n_indicators", "initialise", "grow", "update",
-           "embed", "arrays_to_save", "load_arrays", "kernel_parameters", "represent",
-           "decay_share"]
+           "embed", "arrays_to_save", "load_arrays", "indicators_only", "leading_indicators",
+           "plain_kernel",
+           "kernel_parameters", "represent", "decay_share"]
 
 #: The arrays the hybrid model's kernel updates (with side features).
 FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
@@ -228,27 +230,80 @@ def load_arrays(model, data):
                 None if text == "null" else FeatureEncoder.from_json(text))
 
 
+def indicators_only(features: sp.csr_matrix) -> bool:
+    """Whether row ``r`` of ``features`` (CSR) is its indicator alone, for every ``r``:
+    the single stored value ``features[r, r] == 1`` (the columns past the rows' count,
+    if any, are then empty)."""
+    n = features.shape[0]
+    return bool(features.shape[1] >= n and features.nnz == n
+                and np.array_equal(features.indptr, np.arange(n + 1))
+                and np.array_equal(features.indices, np.arange(n))
+                and (features.data == 1).all())
+
+
+def leading_indicators(features: sp.csr_matrix) -> bool:
+    """Whether the first stored feature of every row ``r`` of ``features`` (CSR, sorted
+    indices) is column ``r``: the entities' indicators, which come first with
+    ``identity_features`` (the kernel then knows an entity's own row without reading its
+    feature list, and prefetches it)."""
+    n = features.shape[0]
+    starts = features.indptr[:-1]
+    return bool(features.shape[1] >= n and (features.indptr[1:] > starts).all()
+                and np.array_equal(features.indices[starts], np.arange(n)))
+
+
+def plain_kernel(model) -> bool:
+    """Whether the plain model's kernel trains this hybrid model: every user's and every
+    item's features are its indicator alone (:func:`indicators_only`). A user's
+    representation is then its indicator's embedding, an item's factors and bias its
+    indicator's, and a feature is shared by one entity (decay share 1): the hybrid step
+    is the plain step on those rows, which the plain kernel takes at its own cost (with
+    its prefetching and fixed-dimension scoring). The arithmetic is the same up to the
+    rounding of the bias step (the plain kernel's is in float64), not bit for bit."""
+    return indicators_only(model.user_features_) and indicators_only(model.item_features_)
+
+
 def kernel_parameters(model):
-    """The kernel's view of the hybrid model (features.FeatureParameters)."""
+    """The kernel's view of the hybrid model: ``features.FeatureParameters``, or with
+    :func:`plain_kernel` the plain ``Parameters`` of the indicators' rows (views of the
+    feature arrays, updated in place)."""
     U, V = model.user_features_, model.item_features_
+    if plain_kernel(model):
+        n_users, n_items = U.shape[0], V.shape[0]
+        return Parameters(
+            model.user_feature_factors_[:n_users], model.item_feature_factors_[:n_items],
+            model.item_feature_biases_[:n_items], model.user_feature_grad_sq_[:n_users],
+            model.item_feature_grad_sq_[:n_items],
+            model.item_feature_bias_grad_sq_[:n_items])
     return FeatureParameters(
         U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float32),
         V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
         model.user_feature_factors_, model.item_feature_factors_, model.item_feature_biases_,
         model.user_feature_grad_sq_, model.item_feature_grad_sq_,
-        model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V))
+        model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V),
+        leading_indicators(U), leading_indicators(V), bool((U.data == 1).all()),
+        bool((V.data == 1).all()))
 
 
 def represent(model):
     """``user_factors_``, ``item_factors_``, ``item_biases_`` as the weighted sums of
-    the entities' feature embeddings."""
+    the entities' feature embeddings (with indicators only, a copy of the indicators'
+    rows, into the arrays in place when their shapes have not changed)."""
     f32 = np.float32
-    model.user_factors_ = aligned(np.ascontiguousarray(
-        model.user_features_ @ model.user_feature_factors_, dtype=f32))
-    model.item_factors_ = aligned(np.ascontiguousarray(
-        model.item_features_ @ model.item_feature_factors_, dtype=f32))
-    model.item_biases_ = aligned(np.ascontiguousarray(
-        model.item_features_ @ model.item_feature_biases_, dtype=f32))
+    for name, matrix, source in (
+            ("user_factors_", model.user_features_, model.user_feature_factors_),
+            ("item_factors_", model.item_features_, model.item_feature_factors_),
+            ("item_biases_", model.item_features_, model.item_feature_biases_)):
+        current = getattr(model, name, None)
+        if indicators_only(matrix):
+            rows = source[:matrix.shape[0]]
+            if current is not None and current.shape == rows.shape:
+                np.copyto(current, rows)
+                continue
+            rows = rows.copy()   # (never a view of the feature arrays)
+        else:
+            rows = matrix @ source
+        setattr(model, name, aligned(np.ascontiguousarray(rows, dtype=f32)))
 
 
 def decay_share(features: sp.csr_matrix) -> np.ndarray:

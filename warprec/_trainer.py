@@ -108,12 +108,12 @@ def kernel_mode(config: TrainingConfig, *, prefetch: bool = False, features: boo
                 freeze_items: bool = False) -> _train.Mode:
     """The kernel variant of a fit (``train.Mode``; ``train.epoch_kernel`` compiles it):
     the configuration's loss, rank estimate, schedule, max-norm and violators, and
-    ``prefetch`` (the parameters outgrow the caches; for the losses that have it, not
-    with ``features``), ``features`` (the hybrid kernel) and ``freeze_items`` (fold-in)."""
+    ``prefetch`` (the parameters outgrow the caches; for the losses that have it),
+    ``features`` (the hybrid kernel) and ``freeze_items`` (fold-in)."""
     spec = config.loss
     return _train.Mode(loss=spec.code, exact_rank=config.exact_rank, adagrad=config.adagrad,
                        clip=bool(config.max_norm),
-                       prefetch=prefetch and spec.prefetch and not features,
+                       prefetch=prefetch and spec.prefetch,
                        freeze_items=freeze_items, features=features,
                        violators=config.violators)
 

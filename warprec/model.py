@@ -843,7 +843,8 @@ class WARPFactorizer(FactorRecommender):
             grades=grades(matrix, config.loss),
             neg_cdf=negative_cdf(matrix, self.negative_sampling),
             settings=self._kernel_settings(config, matrix.shape[1], self.seed_),
-            n_threads=config.n_threads, prefetch=self._outgrows_cache(), features=hybrid)
+            n_threads=config.n_threads, prefetch=self._outgrows_cache(),
+            features=hybrid and not _hybrid.plain_kernel(self))
         if hybrid:
             # (the feature matrices and their decay shares do not change during a fit:
             # the hybrid kernel's arguments are converted once)

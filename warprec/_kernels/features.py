@@ -17,9 +17,17 @@ without any they crowded out the entities' own embeddings (warm NDCG@10 4.5% bel
 model without features); ``sqrt(m)`` keeps the warm model level and the cold one 0.043
 (docs/design.md).
 
+With ``Mode.prefetch`` the slice runs the plain model's pipeline where it applies
+(:func:`prefetching_ahead`): a negative candidate's CSR bounds and, when every item's
+first feature is its own indicator (``item_indicators``), that row and bias are asked
+for as soon as the candidate is drawn (:func:`fetch_candidate`); the row is the one
+likely out of cache, the shared feature rows are read by many samples. The first
+candidates of the next sample are drawn one sample early (``warp.draw_early``) and their
+feature lists asked for at the start of their sample.
+
 Supported: the WARP loss with the estimated rank and BPR, Adagrad or plain SGD; not
-k-OS, exact ranks, max-norm, the ordinal loss or prefetching (the estimator refuses
-those combinations).
+k-OS, exact ranks, max-norm or the ordinal loss (the estimator refuses those
+combinations).
 """
 
 from typing import NamedTuple
@@ -27,10 +35,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ._flags import inlined
-from .epoch import LOSS_BPR, nothing_ahead
+from .config import FIXED_D, SAMPLES_AHEAD
+from .epoch import LOSS_BPR, ids_ahead, prefetch_ids
 from .negatives import draw_negative, filter_shift
+from .prefetch import prefetch, prefetch_row
 from .updates import bpr_terms, rank_loss_weight
-from .warp import first_violator, sampled_rank
+from .warp import draw_early, first_violator, prefetch_ahead, sampled_rank
 
 __all__ = ["FeatureParameters"]
 
@@ -52,19 +62,26 @@ class FeatureParameters(NamedTuple):
     user_decay_share: np.ndarray       # float32 (n_user_features,): 1 / sqrt(entities
     #                                    with the feature)
     item_decay_share: np.ndarray       # float32 (n_item_features,)
+    user_indicators: bool              # every user's first feature is its own indicator
+    #                                    (column u): row u of the factors is its own
+    item_indicators: bool              # the same for the items
+    user_unit_weights: bool            # every user feature weight is 1 (the weights are
+    #                                    then not read)
+    item_unit_weights: bool            # the same for the items
 
 
 @inlined
-def represent(indptr, indices, weights, E, c, row, out):
+def represent(indptr, indices, weights, unit, E, c, row, out, d):
     """``out[:] = sum_f x_f E[f]`` over the features of ``row``; returns
-    ``sum_f x_f c[f]`` (0 without biases: ``c`` empty)."""
-    d = E.shape[1]
+    ``sum_f x_f c[f]`` (0 without biases: ``c`` empty). With ``unit`` every ``x_f`` is
+    1 and ``weights`` is not read. ``d`` is ``E.shape[1]``, passed so that a caller can
+    make it a constant (``FIXED_D``)."""
     for k in range(d):
         out[k] = 0.0
     bias = np.float32(0.0)
     for q in range(indptr[row], indptr[row + 1]):
         f = indices[q]
-        x = weights[q]
+        x = np.float32(1.0) if unit else weights[q]
         for k in range(d):
             out[k] += x * E[f, k]
         if c.shape[0]:
@@ -73,26 +90,28 @@ def represent(indptr, indices, weights, E, c, row, out):
 
 
 @inlined
-def _dot_rows(a, b):
+def _dot_rows(a, b, d):
+    """``<a[:d], b[:d]>`` in float32."""
     acc = np.float32(0.0)
-    for k in range(a.shape[0]):
+    for k in range(d):
         acc += a[k] * b[k]
     return acc
 
 
 @inlined
-def feature_rows_step(indptr, indices, weights, E, G, c, Gc, row, direction, sign, g, bias_g,
-                      lr, lr_alpha, share, adagrad):
+def feature_rows_step(indptr, indices, weights, unit, E, G, c, Gc, row, direction, sign, g,
+                      bias_g, lr, lr_alpha, share, adagrad):
     """Step every feature row of ``row`` along ``sign * g * x_f * direction`` (and its
-    bias, if ``c`` is not empty, along ``bias_g * x_f``), with optional Adagrad; the row
-    of feature ``f`` also decays by ``1 - lr_alpha * share[f]``. Returns ``False`` if a
+    bias, if ``c`` is not empty, along ``bias_g * x_f``), with optional Adagrad (``x_f``
+    is 1 with ``unit``); the row of feature ``f`` also decays by
+    ``1 - lr_alpha * share[f]``. Returns ``False`` if a
     new value is not finite; the coordinates that became NaN/Inf are then reset (factors
     0, accumulators 1)."""
     d = E.shape[1]
     ok = True
     for q in range(indptr[row], indptr[row + 1]):
         f = indices[q]
-        x = weights[q]
+        x = np.float32(1.0) if unit else weights[q]
         keep = np.float32(1.0) - lr_alpha * share[f]
         total = np.float32(0.0)
         for k in range(d):
@@ -129,33 +148,121 @@ def feature_rows_step(indptr, indices, weights, E, G, c, Gc, row, direction, sig
 
 
 @inlined
-def feature_score(rows, j):
-    """``f(u, j)`` for ``rows = (rep_u, item_indptr, item_indices, item_weights, E_I, c,
-    out)``: the user's representation ``rep_u`` dotted with item ``j``'s, which is left in
-    ``out``, plus the item's bias."""
-    rep_u, iptr, iind, iw, EI, c, out = rows
-    b_j = represent(iptr, iind, iw, EI, c, j, out)
-    return _dot_rows(rep_u, out) + b_j
+def score_rows(rep, indptr, indices, weights, unit, E, c, row, d):
+    """``sum_f x_f (<rep, E[f]> + c[f])`` over the features of ``row``: the score of an
+    item (``row``) for a user whose representation is ``rep``, ``<rep, sum_f x_f E[f]> +
+    sum_f x_f c[f]``, without writing the item's representation (a sum of ``d``
+    products per feature row; ``d`` as in :func:`represent`)."""
+    acc = np.float32(0.0)
+    for q in range(indptr[row], indptr[row + 1]):
+        f = indices[q]
+        x = np.float32(1.0) if unit else weights[q]
+        acc += x * (_dot_rows(rep, E[f], d) + c[f])
+    return acc
 
 
 @inlined
-def fetch_nothing(rows, j):
-    """The hybrid model prefetches nothing (``Mode.prefetch`` is off)."""
+def feature_score(rows, j):
+    """``f(u, j)`` for ``rows = (rep_u, item_indptr, item_indices, item_weights,
+    item_unit_weights, E_I, c, item_indicators, item_decay_share)``: :func:`score_rows`
+    of item ``j`` for the user's representation ``rep_u``."""
+    rep_u, iptr, iind, iw, iunit, EI, c, _, _ = rows
+    # (the negative trials are the innermost loop: the fixed dimension's code unrolled,
+    # as the plain model's ``warp.factor_score``)
+    if EI.shape[1] == FIXED_D:
+        return score_rows(rep_u, iptr, iind, iw, iunit, EI, c, j, FIXED_D)
+    return score_rows(rep_u, iptr, iind, iw, iunit, EI, c, j, EI.shape[1])
+
+
+@inlined
+def fetch_candidate(rows, j):
+    """Prefetch what :func:`feature_score` reads first for item ``j``: its CSR bounds
+    and, with ``item_indicators``, its indicator's row and bias (and decay share, which
+    the update of a violator reads)."""
+    _, iptr, _, _, _, EI, c, own, share = rows
+    prefetch(iptr, j)
+    if own:
+        prefetch_row(EI, j)
+        prefetch(c, j)
+        prefetch(share, j)
 
 
 # ------------------------------------------------------------- the epoch's plug-ins
 @inlined
 def begin(fparams, positives, settings, work, thread):
-    """The slice's state: ``(fparams, settings, work, thread, shift, buf)``, the filter's
-    hash shift and the slice's scratch rows; rows 0-3 of ``buf`` hold the user's, the
-    positive's, the candidate's representation and the step's direction."""
+    """The slice's state: ``(fparams, settings, work, thread, shift, buf, n_early)``, the
+    filter's hash shift, the slice's scratch rows (rows 0-3 hold the user's, the
+    positive's, the candidate's representation and the step's direction) and the counts
+    of the candidates drawn early for this sample and the next (as ``warp.begin``)."""
     n_items = fparams.item_indptr.shape[0] - 1
     shift = filter_shift(positives.filt.shape[1], n_items)
-    return n_items, (fparams, settings, work, thread, shift, work.scratch[thread])
+    return n_items, (fparams, settings, work, thread, shift, work.scratch[thread],
+                     work.ints[thread, 2, :2])
 
 
-#: The hybrid epoch prefetches nothing.
-ahead = nothing_ahead
+#: Without ``Mode.prefetch``, the ids of a later sample only.
+ahead = ids_ahead
+
+
+@inlined
+def _fetch_list(indptr, indices, weights, unit, row):
+    """Prefetch the first line of ``row``'s feature list (its bounds are in cache)."""
+    q = indptr[row]
+    prefetch(indices, q)
+    if not unit:
+        prefetch(weights, q)
+
+
+@inlined
+def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_rank, adagrad,
+                      clip, prefetching, freeze_items, violators):
+    """With ``Mode.prefetch``: the plain pipeline (``warp.prefetch_ahead``) on the
+    indicators' rows when both sides have them (else the ids of a later sample), the
+    CSR bounds of sample ``s + SAMPLES_AHEAD``'s user and item (and their indicators'
+    decay shares and bias accumulator, which an update reads) and the feature lists of
+    sample ``s + 1``'s; the first candidates of sample ``s + 1``, drawn now
+    (``warp.draw_early``, with :func:`fetch_candidate`), and the feature lists of those
+    of sample ``s``, drawn one sample ago."""
+    fparams, settings, work, thread, shift, buf, n_early = state
+    if fresh:
+        n_early[:] = 0
+    uptr, uind, uw = fparams.user_indptr, fparams.user_indices, fparams.user_weights
+    iptr, iind, iw = fparams.item_indptr, fparams.item_indices, fparams.item_weights
+    iunit = fparams.item_unit_weights
+    EI, c = fparams.item_feature_factors, fparams.item_feature_biases
+    users, indices = positives.users, positives.indices
+    if fparams.user_indicators and fparams.item_indicators:
+        prefetch_ahead(fparams.user_feature_factors, EI, c, fparams.user_feature_grad_sq,
+                       fparams.item_feature_grad_sq, positives.indptr, indices, users,
+                       positives.sample_weight, positives.filt, order, s, hi, adagrad)
+    else:
+        prefetch_ids(users, indices, positives.sample_weight, order, s + 2 * SAMPLES_AHEAD,
+                     hi)
+    mid = s + SAMPLES_AHEAD
+    if mid < hi:
+        p = order[mid]
+        prefetch(uptr, users[p])
+        prefetch(iptr, indices[p])
+        if fparams.user_indicators:
+            prefetch(fparams.user_decay_share, users[p])
+        if fparams.item_indicators:
+            prefetch(fparams.item_decay_share, indices[p])
+            prefetch(fparams.item_feature_bias_grad_sq, indices[p])
+    if s + 1 < hi:
+        p = order[s + 1]
+        _fetch_list(uptr, uind, uw, fparams.user_unit_weights, users[p])
+        _fetch_list(iptr, iind, iw, iunit, indices[p])
+    if loss != LOSS_BPR:
+        early = work.candidates[thread, s & 1]
+        for t in range(n_early[s & 1]):
+            _fetch_list(iptr, iind, iw, iunit, early[t])
+        if s + 1 < hi:
+            n_early[(s + 1) & 1] = draw_early(
+                fetch_candidate, (buf[0], iptr, iind, iw, iunit, EI, c,
+                                  fparams.item_indicators, fparams.item_decay_share),
+                iptr.shape[0] - 1, positives.indptr, indices, users, order, s + 1,
+                settings.max_sampled, 1, positives.neg_cdf, positives.filt, shift,
+                settings.seed, epoch, work.candidates[thread, (s + 1) & 1])
 
 
 @inlined
@@ -164,13 +271,14 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     """The hybrid WARP or BPR step on positive ``p`` (the module docstring); see
     :mod:`.epoch` for the arguments and what it returns. A step whose gradient weight is
     0 moves nothing."""
-    fparams, settings, work, thread, shift, buf = state
+    fparams, settings, work, thread, shift, buf, n_early = state
     EU, EI, c = (fparams.user_feature_factors, fparams.item_feature_factors,
                  fparams.item_feature_biases)
     GU, GI, Gc = (fparams.user_feature_grad_sq, fparams.item_feature_grad_sq,
                   fparams.item_feature_bias_grad_sq)
     uptr, uind, uw = fparams.user_indptr, fparams.user_indices, fparams.user_weights
     iptr, iind, iw = fparams.item_indptr, fparams.item_indices, fparams.item_weights
+    uunit, iunit = fparams.user_unit_weights, fparams.item_unit_weights
     no_bias = c[:0]
     indices, neg_cdf, filt = positives.indices, positives.neg_cdf, positives.filt
     lr = settings.learning_rate
@@ -179,10 +287,12 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     rep_u, rep_i, rep_c, rep_j = buf[0], buf[1], buf[2], buf[3]
     i = indices[p]
     w = positives.sample_weight[p]
-    represent(uptr, uind, uw, EU, no_bias, u, rep_u)
-    b_i = represent(iptr, iind, iw, EI, c, i, rep_i)
-    f_i = _dot_rows(rep_u, rep_i) + b_i
-    rows = (rep_u, iptr, iind, iw, EI, c, rep_c)   # the candidate's representation: rep_c
+    d = EU.shape[1]
+    represent(uptr, uind, uw, uunit, EU, no_bias, u, rep_u, d)
+    b_i = represent(iptr, iind, iw, iunit, EI, c, i, rep_i, d)
+    f_i = _dot_rows(rep_u, rep_i, d) + b_i
+    rows = (rep_u, iptr, iind, iw, iunit, EI, c, fparams.item_indicators,
+            fparams.item_decay_share)
     if loss == LOSS_BPR:
         j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
         g, sample_loss = bpr_terms(f_i - feature_score(rows, j))
@@ -191,10 +301,11 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
         g = w * g
         trials = 1
     else:
-        j, f_j, trials = first_violator(feature_score, fetch_nothing, rows, f_i,
+        j, f_j, trials = first_violator(feature_score, fetch_candidate, rows, f_i,
                                         settings.max_sampled, indices, start, end, u, n_items,
                                         neg_cdf, filt, shift, key, 0,
-                                        work.candidates[thread, 0], 0, False, 0)
+                                        work.candidates[thread, s & 1], n_early[s & 1],
+                                        prefetching, 0)
         if j < 0:
             return True, 0, trials, 0.0, 0.0
         lw = rank_loss_weight(settings.rank_table, sampled_rank(1, trials, n_neg), n_neg,
@@ -205,14 +316,15 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     if g == 0:
         return True, 0, trials, sample_loss, rank_loss
     g32 = np.float32(g)
-    # user features along rep_j - rep_i
+    # user features along rep_j - rep_i (the negative's representation: rep_c)
+    represent(iptr, iind, iw, iunit, EI, c, j, rep_c, d)
     for k in range(rep_j.shape[0]):
         rep_j[k] = rep_c[k] - rep_i[k]
-    ok = feature_rows_step(uptr, uind, uw, EU, GU, no_bias, Gc[:0], u, rep_j, np.float32(1.0),
-                           g32, np.float32(0.0), lr, lr_alpha, fparams.user_decay_share,
-                           adagrad)
-    ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, i, rep_u, np.float32(-1.0), g32,
-                           -g32, lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
-    ok = feature_rows_step(iptr, iind, iw, EI, GI, c, Gc, j, rep_u, np.float32(1.0), g32, g32,
-                           lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
+    ok = feature_rows_step(uptr, uind, uw, uunit, EU, GU, no_bias, Gc[:0], u, rep_j,
+                           np.float32(1.0), g32, np.float32(0.0), lr, lr_alpha,
+                           fparams.user_decay_share, adagrad)
+    ok = feature_rows_step(iptr, iind, iw, iunit, EI, GI, c, Gc, i, rep_u, np.float32(-1.0),
+                           g32, -g32, lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
+    ok = feature_rows_step(iptr, iind, iw, iunit, EI, GI, c, Gc, j, rep_u, np.float32(1.0),
+                           g32, g32, lr, lr_alpha, fparams.item_decay_share, adagrad) and ok
     return ok, 1, trials, sample_loss, rank_loss

@@ -51,9 +51,9 @@ def epoch_kernel(mode):
     every update of the slice stayed finite."""
     if mode.features:
         if (mode.loss in (LOSS_ORDINAL,) + SPHERE_LOSSES or mode.exact_rank or mode.clip
-                or mode.prefetch or mode.freeze_items or mode.violators):
+                or mode.freeze_items or mode.violators):
             raise ValueError("the hybrid model trains WARP (estimated ranks, one violator) "
-                             "or BPR, without max-norm, prefetching or frozen items")
+                             "or BPR, without max-norm or frozen items")
         return compile_epoch(features, mode)
     if mode.loss in SPHERE_LOSSES:
         if mode.exact_rank or mode.clip or mode.prefetch or mode.violators:

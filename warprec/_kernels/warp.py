@@ -127,10 +127,11 @@ def prefetch_ahead(U, V, b, GU, GV, indptr, indices, sample_users, sample_weight
 
 
 @inlined
-def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n, neg_cdf,
-               filt, shift, seed, epoch, candidates):
+def draw_early(fetch_at, rows, n_items, indptr, indices, sample_users, order, s, max_sampled,
+               kos_n, neg_cdf, filt, shift, seed, epoch, candidates):
     """Draw the first ``CANDIDATES_EARLY`` negative candidates of sample ``s`` into
-    ``candidates`` and prefetch their rows; returns how many were drawn.
+    ``candidates`` and prefetch what scoring them reads (``fetch_at(rows, c)``, as in
+    :func:`first_violator`); returns how many were drawn.
 
     They are the draws :func:`first_violator` would make (candidates depend on the random
     stream and the user's positives only, not on the parameters), made one sample early so
@@ -140,7 +141,6 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
     u = sample_users[p]
     start = indptr[u]
     end = indptr[u + 1]
-    n_items = V.shape[0]
     if end - start >= n_items:
         return 0
     key = stream_key(seed, epoch, p)
@@ -150,8 +150,7 @@ def draw_early(V, b, indptr, indices, sample_users, order, s, max_sampled, kos_n
         c = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key,
                           counter + t)
         candidates[t] = c
-        prefetch_row(V, c)
-        prefetch(b, c)
+        fetch_at(rows, c)
     return n
 
 
@@ -248,11 +247,12 @@ def prefetching_ahead(state, positives, order, s, hi, fresh, epoch, loss, exact_
                    positives.indices, positives.users, positives.sample_weight, positives.filt,
                    order, s, hi, adagrad)
     if loss != LOSS_BPR and not exact_rank and s + 1 < hi:
+        V = params.item_factors
         n_early[(s + 1) & 1] = draw_early(
-            params.item_factors, params.item_biases, positives.indptr, positives.indices,
-            positives.users, order, s + 1, settings.max_sampled, settings.kos_n,
-            positives.neg_cdf, positives.filt, shift, settings.seed, epoch,
-            work.candidates[thread, (s + 1) & 1])
+            fetch_factors, (params.user_factors, V, params.item_biases, 0), V.shape[0],
+            positives.indptr, positives.indices, positives.users, order, s + 1,
+            settings.max_sampled, settings.kos_n, positives.neg_cdf, positives.filt, shift,
+            settings.seed, epoch, work.candidates[thread, (s + 1) & 1])
 
 
 @inlined

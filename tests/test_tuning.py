@@ -816,11 +816,15 @@ def test_tune_with_item_features_searches_their_weight(X):
     """With side features every trial and the refit fit the hybrid model, the default
     space is FEATURE_SEARCH_SPACE (feature_weight searched, no several violators, no
     zero-shot start)."""
+    from warprec import tuning
     from warprec.tuning import FEATURE_SEARCH_SPACE
 
     rows = np.arange(X.shape[1])
     genres = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, rows % 5)),
                            shape=(X.shape[1], 5))
+    # (what tune compiles first, so that a cold cache does not eat the budget below)
+    tuning._compile_search(X, tuning._check_space(FEATURE_SEARCH_SPACE, X.shape[1]), 1, 0,
+                           "ndcg@10", 0.1, tuning._NoProgress(), hybrid=True)
     out = tune(X, time_budget=4, n_threads=1, random_state=0, item_features=genres)
     trials = out.trials
     assert "feature_weight" in trials.columns and "max_violators" not in trials.columns
@@ -853,3 +857,21 @@ def test_cli_tune_with_item_features(ratings_csv, tmp_path, capsys):
     assert code == 0, err
     rows = json.loads(out)["trials"]
     assert all("feature_weight" in row for row in rows)
+
+
+def test_hybrid_kernels_compile_before_the_trials():
+    """compile_configuration(features=True) compiles the very kernel a hybrid fit runs:
+    the fit adds no signature to it."""
+    from warprec._kernels import train
+    from warprec._plan import check_params
+    from warprec._trainer import compile_configuration, kernel_mode
+
+    config = check_params(WARPFactorizer().get_params())
+    compile_configuration(config, 8, features=True)
+    kernel = train.epoch_kernel(kernel_mode(config, features=True))
+    before = len(kernel.signatures)
+    assert before >= 1
+    X = make_interactions(50, 40, 600, random_state=0)
+    genres = sp.csr_matrix((np.ones(40, np.float32), (np.arange(40), np.arange(40) % 3)))
+    WARPFactorizer(n_components=8, epochs=1, n_threads=1).fit(X, item_features=genres)
+    assert len(kernel.signatures) == before

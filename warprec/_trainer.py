@@ -205,10 +205,11 @@ def compile_kernel(inputs: KernelInputs, params: Any) -> None:
 
 
 def compile_configuration(config: TrainingConfig, d: int, *, prefetch: bool = False,
-                          n_threads: int = 1) -> None:
+                          features: bool = False, n_threads: int = 1) -> None:
     """Compile (or load) the epoch kernel a fit of ``config`` with ``d`` components
-    (``prefetch``: see :func:`kernel_mode`) will run, on tiny inputs built as a fit's
-    are: the tuner compiles its search's variants this way before its clock starts."""
+    (``prefetch``, ``features``: see :func:`kernel_mode`) will run, on tiny inputs built
+    as a fit's are: the tuner compiles its search's variants this way before its clock
+    starts."""
     n_users, n_items = 2, 3
     matrix = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.float32))
     settings = kernel_settings(
@@ -217,9 +218,19 @@ def compile_configuration(config: TrainingConfig, d: int, *, prefetch: bool = Fa
     inputs = kernel_inputs(config, matrix, d, weights=sample_weights(matrix, None),
                            grades=grades(matrix, config.loss),
                            neg_cdf=negative_cdf(matrix, "uniform"),
-                           settings=settings, n_threads=n_threads, prefetch=prefetch)
-    params = _train.Parameters(*(aligned_full(shape, 1.0, np.float32) for shape in (
-        (n_users, d), (n_items, d), (n_items,), (n_users, d), (n_items, d), (n_items,))))
+                           settings=settings, n_threads=n_threads, prefetch=prefetch,
+                           features=features)
+    ones = [aligned_full(shape, 1.0, np.float32) for shape in (
+        (n_users, d), (n_items, d), (n_items,), (n_users, d), (n_items, d), (n_items,))]
+    params: Any = _train.Parameters(*ones)
+    if features:
+        # (each user and item its indicator alone: the types of any hybrid model's)
+        U, V = (sp.identity(n, dtype=np.float32, format="csr") for n in (n_users, n_items))
+        params = _train.FeatureParameters(
+            U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data,
+            V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data, ones[0],
+            ones[1], ones[2], ones[3], ones[4], ones[5], np.ones(n_users, np.float32),
+            np.ones(n_items, np.float32), True, True, True, True)
     compile_kernel(inputs, params)
 
 

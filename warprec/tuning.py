@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _portfolio, _validation
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
@@ -545,8 +544,9 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress, 
                     hybrid=False):
     """Compile (or load from Numba's cache) every kernel the search can run, before
     its trials: the epoch kernel of each configuration of ``space`` on X's shape
-    (:func:`_kernel_configurations`), and the kernels of a validated fit and of the
-    per-user scores, from a tiny fit on X's first rows. Returns the seconds it took;
+    (:func:`_kernel_configurations`; the hybrid model's with ``hybrid``), and the
+    kernels of a validated fit and of the per-user scores, from a tiny fit on X's first
+    rows. Returns the seconds it took;
     shows :data:`warprec._trainer.COMPILE_MESSAGE` on the progress bar while Numba
     compiles."""
     from .model import WARPFactorizer
@@ -554,7 +554,7 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress, 
     tic = time.perf_counter()
     with CompileWatch(progress, _PROGRESS_DESC) as watch:
         for config, d, prefetch in _kernel_configurations(space, *matrix.shape):
-            compile_configuration(config, d, prefetch=prefetch)
+            compile_configuration(config, d, prefetch=prefetch, features=hybrid)
         for sample_order in ("positives", "users"):
             epoch_order(sample_order, matrix[:0], 0, 0, indptr=np.zeros(1, np.int64))
         tiny = matrix[:_COMPILE_ROWS]
@@ -567,13 +567,6 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress, 
                                           _validation.select(tiny, ~held), metric,
                                           [model.seed_, 2], 1)
             monitor.values(model.user_factors_, model.item_factors_, model.item_biases_)
-        if hybrid:
-            # the side features' kernel, from a tiny fit with two features per item
-            rows = np.arange(tiny.shape[1])
-            given = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, rows % 2)),
-                                  shape=(tiny.shape[1], 2))
-            WARPFactorizer(epochs=1, n_threads=1, random_state=seed).fit(
-                tiny, item_features=given)
     seconds = time.perf_counter() - tic
     if watch.compiled:
         log.info("tune: compiled the search's kernels in %.1f s, before any trial (the "

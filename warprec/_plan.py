@@ -49,6 +49,7 @@ PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "max_sampled": [POSITIVE_INT],
     "max_violators": [POSITIVE_INT],
     "n_negatives": [POSITIVE_INT],
+    "negative_sharing": [POSITIVE_INT],
     "margin": [Interval(Real, -1, 1, closed="both")],
     "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
     "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
@@ -108,6 +109,9 @@ class TrainingConfig:
     validation_seed: int | None = None
     record_validation: bool = False
     min_epochs: int = 0
+    #: the cosine losses: positives per shared set of ``n_negatives`` draws (1: per
+    #: positive, ``_kernels.shared`` above 1)
+    negative_sharing: int = 1
 
     @property
     def violators(self) -> bool:
@@ -117,7 +121,8 @@ class TrainingConfig:
     @property
     def work_entries(self) -> int:
         """The entries of the kernel's per-thread lists (see ``LossSpec.work_entries``)."""
-        return self.loss.work_entries(self.max_sampled, self.n_negatives)
+        return self.loss.work_entries(self.max_sampled, self.n_negatives,
+                                      self.negative_sharing)
 
 
 def check_params(params: dict[str, Any]) -> TrainingConfig:
@@ -156,7 +161,8 @@ def check_params(params: dict[str, Any]) -> TrainingConfig:
         adagrad=params["learning_schedule"] == "adagrad",
         n_threads=resolve_threads(params["n_threads"]),
         max_norm=float(params["max_norm"] or 0.0), margin=float(params["margin"]),
-        temperature=float(params["temperature"]))
+        temperature=float(params["temperature"]),
+        negative_sharing=int(params["negative_sharing"]))
 
 
 def drop_needs_validation(learning_rate_drop: float | str) -> bool:

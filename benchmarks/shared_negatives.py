@@ -62,7 +62,7 @@ def fit(ds, scorer, *, loss, n_negatives, sharing, epochs, d, seed, threads):
     return dict(data=ds.name, loss=loss, n_negatives=n_negatives, sharing=sharing,
                 epochs=epochs, d=d, seed=seed, threads=threads,
                 epoch_seconds=float(np.median(seconds)), fit_seconds=wall,
-                mean_trials=model.history_[-1]["mean_trials"],
+                mean_trials=model.history_[-1]["mean_trials"], sample_order=model.sample_order_,
                 learning_rate=model.learning_rate_, **quality)
 
 
@@ -142,9 +142,9 @@ def report(out):
              "that of the last epoch. The ratios are to the per-positive run (B = 1) of "
              "the same comparison; *load* is the 1-minute load average at its start and "
              "end (2 cores).", "",
-             "| data | loss | N | d | epochs | B | epoch s | NDCG@10 | Recall@20 | "
+             "| data | loss | N | d | epochs | B | order | epoch s | NDCG@10 | Recall@20 | "
              "speed-up | NDCG ratio | Recall ratio | trials / positive | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, by_sharing in sorted(runs.items()):
         base = by_sharing.get(1)
         for sharing, row in sorted(by_sharing.items()):
@@ -156,7 +156,8 @@ def report(out):
             load = "-".join(f"{x:.1f}" for x in row.get("load", []))
             lines.append(
                 f"| {row['data']} | {row['loss']} | {row['n_negatives']} | {row['d']} | "
-                f"{row['epochs']} | {sharing} | {row['epoch_seconds']:.2f} | "
+                f"{row['epochs']} | {sharing} | {row.get('sample_order', '-')} | "
+                f"{row['epoch_seconds']:.2f} | "
                 f"{row['ndcg@10']:.4f} | {row['recall@20']:.4f} | " + " | ".join(ratios)
                 + f" | {row['mean_trials']:.0f} | {load} |")
     text = "\n".join(lines) + "\n"

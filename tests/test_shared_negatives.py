@@ -17,23 +17,26 @@ from warprec.datasets import make_interactions
 from warprec.metrics import evaluate
 
 
-@pytest.mark.parametrize("softmax,adagrad,freeze_items,group,d,dropout,popularity", [
-    (False, True, False, 4, 6, 0.0, False),
-    # a margin below 0 (most draws pushed), dropout, plain steps, a group of 5 that does
-    # not divide the epoch, popularity-drawn negatives
-    (False, False, False, 5, 6, 0.3, True),
-    (False, True, True, 4, 6, 0.2, False),
-    (True, True, False, 4, 6, 0.0, False),
-    (True, False, False, 7, 3, 0.5, False),
-    (True, True, True, 3, 6, 0.0, False),
-])
+@pytest.mark.parametrize(
+    "softmax,adagrad,freeze_items,group,d,dropout,popularity,n_negatives,density", [
+        # 30 draws, about 5 positives per user: most users' masks are found through the
+        # sorted draws, the others' through their filters
+        (False, True, False, 4, 6, 0.0, False, 30, 0.08),
+        # a margin below 0 (most draws pushed), dropout, plain steps, a group of 5 that
+        # does not divide the epoch, popularity-drawn negatives
+        (False, False, False, 5, 6, 0.3, True, 9, 0.25),
+        (False, True, True, 4, 6, 0.2, False, 9, 0.25),
+        (True, True, False, 4, 6, 0.0, False, 30, 0.08),
+        (True, False, False, 7, 3, 0.5, False, 9, 0.25),
+        (True, True, True, 3, 6, 0.0, False, 9, 0.25),
+    ])
 def test_epoch_matches_reference(softmax, adagrad, freeze_items, group, d, dropout,
-                                 popularity):
+                                 popularity, n_negatives, density):
     """One epoch follows the reference group for group: the same shared draws, the same
     masks, losses and gradients taken at the group's start, the rows stepped in the same
     order; its statistics are the reference's sums (with ``M`` unmasked draws per
     positive as its trials)."""
-    X, U, V, gen = _problem(11, d=d, density=0.25)
+    X, U, V, gen = _problem(11, d=d, density=density)
     weights = gen.uniform(0.5, 2.0, X.nnz).astype(np.float32)
     order = gen.permutation(X.nnz)
     neg_cdf = None
@@ -45,12 +48,14 @@ def test_epoch_matches_reference(softmax, adagrad, freeze_items, group, d, dropo
     loss = train.LOSS_SOFTMAX if softmax else train.LOSS_CCL
     ok, work = run_epoch(fast, X, order, np.zeros(X.shape[1] + 1), loss=loss, adagrad=adagrad,
                          learning_rate=0.1, seed=7, epoch=3, sample_weight=weights,
-                         n_negatives=9, margin=margin, negative_weight=3.0, temperature=0.3,
+                         n_negatives=n_negatives, margin=margin, negative_weight=3.0,
+                         temperature=0.3,
                          freeze_items=freeze_items, dropout=dropout, neg_cdf=neg_cdf,
                          negative_sharing=group)
     assert ok
     want_loss, want_rank, want_trials = naive_shared.shared_epoch(
-        *slow, X, weights, order, softmax=softmax, group=group, lr=0.1, n_negatives=9,
+        *slow, X, weights, order, softmax=softmax, group=group, lr=0.1,
+        n_negatives=n_negatives,
         margin=margin, negative_weight=3.0, temperature=0.3, adagrad=adagrad, seed=7,
         epoch=3, freeze_items=freeze_items, dropout=dropout, neg_cdf=neg_cdf)
     for got, want in zip([fast[0], fast[1], fast[3], fast[4]], slow):
@@ -65,7 +70,7 @@ def test_epoch_matches_reference(softmax, adagrad, freeze_items, group, d, dropo
     stats = work.stats[0]
     assert stats[train.STAT_SAMPLES] == X.nnz
     assert stats[train.STAT_TRIALS] == want_trials
-    assert 0 < want_trials < 9 * X.nnz   # (some draws were masked)
+    assert 0 < want_trials < n_negatives * X.nnz   # (some draws were masked)
     assert stats[train.STAT_LOSS] == pytest.approx(want_loss, rel=1e-4)
     assert stats[train.STAT_RANK_LOSS] == pytest.approx(want_rank, rel=1e-5)
 

@@ -272,11 +272,15 @@ def resolve_learning_rate_drop(value: float | str, spec: LossSpec,
 
 
 def resolve_sample_order(value: str, spec: LossSpec, matrix: sp.csr_matrix,
-                         outgrows_cache: bool) -> str:
+                         outgrows_cache: bool, negative_sharing: int = 1) -> str:
     """``sample_order``, or its ``"auto"`` value: the users order when the parameters
-    outgrow the caches, except on a long tail of short histories."""
+    outgrow the caches, except on a long tail of short histories and with negatives
+    shared by groups of positives (a group of one user's positives would take all its
+    steps from one snapshot of the user's row)."""
     if value != "auto":
         return value
+    if spec.sphere and negative_sharing > 1:
+        return "positives"
     if outgrows_cache and not long_tail(spec, matrix):
         return "users"
     return "positives"

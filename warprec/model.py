@@ -242,7 +242,9 @@ class WARPFactorizer(FactorRecommender):
         ``"positives"``: while the rows stay cached the users order saves little time, and
         it trains on a less random sequence of updates, which can cost ranking quality;
         and ``"positives"`` with a WARP loss on a long tail of short histories (see
-        ``init_scale``), where it trains better whatever the parameters' size.
+        ``init_scale``), where it trains better whatever the parameters' size, and with
+        ``negative_sharing > 1`` (a group of one user's positives takes all their steps
+        from one snapshot of the user's row; measured worse).
         The order used is ``sample_order_``. The orders give different factors. The
         measurements behind the choice are in docs/design.md ("Sample order: positives or
         users").
@@ -839,7 +841,8 @@ class WARPFactorizer(FactorRecommender):
                                                         kept["negative_weight_"])
         self.dropout_ = resolve_dropout(self.dropout, spec)
         self.sample_order_ = resolve_sample_order(self.sample_order, spec, matrix,
-                                                  self._outgrows_cache())
+                                                  self._outgrows_cache(),
+                                                  self.negative_sharing)
         hybrid = self._hybrid()
         inputs = kernel_inputs(
             config, matrix, self.user_factors_.shape[1], weights=weights,
@@ -1048,7 +1051,8 @@ class WARPFactorizer(FactorRecommender):
                                                                    model.train_matrix_))
             model.sample_order_ = resolve_sample_order(model.sample_order, spec,
                                                        model.train_matrix_,
-                                                       model._outgrows_cache())
+                                                       model._outgrows_cache(),
+                                                       model.negative_sharing)
             # (files written before init_scale="auto" existed: the parameter says)
             model.init_scale_ = (float(data["init_scale"]) if "init_scale" in data
                                  else float(model.init_scale))

@@ -7,19 +7,26 @@ positive and takes one dot product per draw. Here the epoch order is cut into gr
 claims chunks of whole groups) and the positives of a group share one set of ``N``
 draws, so that their cosines are one dense ``B x N`` product of two gathered,
 contiguous blocks: the user vectors ``H`` (``B x d``) and the drawn item rows ``V_N``
-(``N x d``), computed in register tiles of four draws by :data:`SHARED_TILE` draws that
-stay in the L1/L2 cache (:func:`cosine_block`). The gradients are the same kind of
-products: with ``G`` the ``B x N`` matrix of the loss's derivatives with respect to the
-cosines, the users' gradients are ``G V_N`` and the drawn rows' ``G^T H``, each minus
-its radial part (``d cos(x, y) / dx = y - cos(x, y) x`` on the sphere).
+(``N x d``), computed in register tiles of two users by four draws, over tiles of
+:data:`SHARED_TILE` draws that stay in the L1/L2 cache (:func:`cosine_block`). Numba
+loops rather than BLAS: a BLAS call inside the ``nogil`` slices would have to be kept to
+one thread of its own per call under our threads, and at ``B x N x d`` = 32 x 200 x 128
+a call's overhead is a large share of the product. The gradients are sums of the same
+kind: with ``G`` the ``B x N`` matrix of the loss's derivatives with respect to the
+cosines, the users' gradients are ``G V_N`` minus their radial parts (``d cos(x, y) / dx
+= y - cos(x, y) x`` on the sphere; :func:`gradient_block`), and a drawn row's gradient
+is the sum over the positives of their terms ``G[b, t] (H[b] - C[b, t] V_N[t])``
+(:func:`drawn_gradients`).
 
 **Draws.** ``N`` items drawn with replacement over *all* items, uniformly (or from
 ``Positives.neg_cdf`` with popularity negatives), at positions ``0 .. N - 1`` of the
 group's stream (:func:`group_key`, keyed by ``(seed, epoch, g)``): the same draws
 whichever thread runs the group. A draw that is one of a positive's user's positives is
-*masked* for that positive (``negatives.is_positive``): it scores no cosine, adds no
-loss and gets no gradient from it. So a positive sees ``M <= N`` negatives, in
-expectation ``N Y / n_items`` for a user with ``Y`` negatives.
+*masked* for that positive (:func:`mask_positives`: a binary search per positive of the
+user in the group's sorted draws, or the user's filter, ``negatives.is_positive``): it
+counts for nothing, adds no loss and gets no gradient from that positive. So a positive
+sees ``M <= N`` negatives, in expectation ``N Y / n_items`` for a user with ``Y``
+negatives.
 
 **The losses.** The cosine contrastive loss takes the mean over the ``M`` unmasked draws:
 ``w (1 - c_i)^+ + (w m / M) sum_j max(0, c_j - margin)``. The sampled softmax corrects
@@ -33,16 +40,21 @@ positive) / M``.
 
 **Order of the updates.** Within a group every cosine, loss and gradient is taken with
 the rows as they are before any of them moves (the group's ``U[u]``, ``V[i]`` and drawn
-rows are read once). Then the rows step on the sphere (:func:`.ccl.sphere_step`:
-Adagrad or plain, unit rows): the positives' item rows in group order, the drawn rows in
-draw order (those with a non-zero gradient), and the users' rows in group order. A row
-that appears twice in a group (a repeated draw, two positives of one item or of one user,
-as with ``sample_order="users"``) steps twice, each time by the gradient taken at the
-start of the group. The per-positive kernel instead takes each positive's cosines with
-the rows as the previous positives left them (Hogwild steps one positive at a time): a
-group of ``B`` is ``B`` steps computed from one snapshot, as a minibatch would be, except
-that each row's steps are applied one by one rather than summed. Between threads it is
-Hogwild as before.
+rows are read once). Then the rows step on the sphere (:func:`sphere_step`, Adagrad or
+plain, back to unit norm): the positives' item rows in group order, one step per
+positive; the drawn rows in draw order (those with a non-zero gradient), one step each by
+the sum of the positives' terms, with Adagrad's accumulator grown by the sum of their
+squares, what the positives' separate steps would have added (an accumulator grown by
+the square of the sum would shrink the negatives' steps about ``sqrt(B)``-fold); and the
+users' rows in group order, one step per positive. A row that appears twice in a group
+(a repeated draw, two positives of one item or of one user) steps twice, each time by a
+gradient taken at the start of the group. The per-positive kernel instead takes each
+positive's cosines with the rows as the previous positives left them (Hogwild steps one
+positive at a time): a group is ``B`` positives' steps computed from one snapshot, as in
+a minibatch, applied one after another. Between threads it is Hogwild as before. (With
+``sample_order="users"`` a group holds several positives of one user, all taken from one
+snapshot of the user's row; ``"auto"`` takes the positives order with shared
+negatives.)
 
 Dropout on the user vector (``Settings.dropout``) is per positive, from the positive's
 own stream ``(seed, epoch, sample)`` as in :mod:`.ccl`: ``H``'s row of a positive is its
@@ -66,7 +78,7 @@ from .config import SHARED_TILE
 from .epoch import LOSS_SOFTMAX, close_slice, sample_at
 from .negatives import filter_shift, is_positive
 from .rng import draw_below, draw_unit, mix64, stream_key
-from .search import count_at_most
+from .search import bisect, count_at_most
 
 #: Rows 0-2 of a thread's scratch rows are the sphere steps' work rows; the group's rows
 #: follow (see :func:`scratch_rows`).
@@ -92,9 +104,13 @@ def real_rows(group):
     return 2 * group + 4
 
 
-#: Rows of the per-thread integer lists: the draws, their "has a gradient" flags, and
-#: per positive of the group its CSR position, user, item, and the user's CSR bounds.
-INT_ROWS = 7
+#: Rows of the per-thread integer lists: the draws, their "has a gradient" flags, per
+#: positive of the group its CSR position, user, item and the user's CSR bounds, and the
+#: draws sorted (as ``item << SLOT_BITS | t``).
+INT_ROWS = 8
+#: Bits of a draw's slot ``t`` in its sorted key (:func:`sorted_draws`).
+SLOT_BITS = 20
+_SLOT_MASK = (1 << SLOT_BITS) - 1
 
 
 @inlined
@@ -133,6 +149,62 @@ def sphere_step(P, G, r, W, grad_row, square_row, lr, adagrad):
         if adagrad:
             G[r, f] = W[2, f]
     return True
+
+
+@njit(**JIT_NO_NRT)
+def sorted_draws(drawn, keys, n):
+    """``keys[:n]``: the draws ``drawn[:n]`` as ``item << SLOT_BITS | t``, sorted
+    ascending (heapsort in place), so that the draws of an item are found by binary
+    search."""
+    for t in range(n):
+        keys[t] = (drawn[t] << SLOT_BITS) | t
+    for root in range(n // 2 - 1, -1, -1):
+        _sift(keys, root, n)
+    for end in range(n - 1, 0, -1):
+        top = keys[0]
+        keys[0] = keys[end]
+        keys[end] = top
+        _sift(keys, 0, end)
+
+
+@inlined
+def _sift(keys, root, n):
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and keys[child + 1] > keys[child]:
+            child += 1
+        if keys[root] >= keys[child]:
+            return
+        top = keys[root]
+        keys[root] = keys[child]
+        keys[child] = top
+        root = child
+
+
+@inlined
+def mask_positives(C, b, u, start, end, drawn, keys, nt, positives, shift):
+    """Set ``C[b, t] = MASKED`` for the draws ``t`` that are positives of user ``u``
+    (``indices[start:end]``): through the sorted draws ``keys`` (a binary search per
+    positive) when the user has fewer positives than ``nt / log2(nt)``, else through
+    the user's filter (a test per draw)."""
+    indices = positives.indices
+    n_pos = end - start
+    bits = 1
+    while (1 << bits) < nt:
+        bits += 1
+    if nt < (1 << SLOT_BITS) and n_pos * bits < nt:
+        for q in range(start, end):
+            item = np.int64(indices[q])
+            at = bisect(keys, 0, nt, item << SLOT_BITS, False)
+            while at < nt and (keys[at] >> SLOT_BITS) == item:
+                C[b, keys[at] & _SLOT_MASK] = MASKED
+                at += 1
+        return
+    for t in range(nt):
+        if is_positive(positives.filt, shift, u, drawn[t], indices, start, end):
+            C[b, t] = MASKED
 
 
 @inlined
@@ -180,37 +252,55 @@ def user_vector(U, u, W, h, m, key, dropout):
 def cosine_block(W, h0, nb, v0, nt, C):
     """``C[b, t] = <W[h0 + b], W[v0 + t]>`` for ``b < nb``, ``t < nt``: the ``nb x nt``
     product in tiles of :data:`SHARED_TILE` rows ``W[v0 + t]`` (kept in cache while every
-    ``b`` passes over them), four dot products at a time (one load of ``W[h0 + b, f]``
-    for four multiply-adds)."""
+    ``b`` passes over them), eight dot products at a time, two user vectors by four
+    drawn rows (six loads for eight multiply-adds per coordinate)."""
     d = W.shape[1]
     for t0 in range(0, nt, SHARED_TILE):
         t1 = min(t0 + SHARED_TILE, nt)
-        for b in range(nb):
-            hb = h0 + b
+        for b in range(0, nb, 2):
+            pair = b + 1 < nb
+            ha = h0 + b
+            hb = ha + 1 if pair else ha   # (an odd last row: its product is not stored)
             t = t0
             while t + 4 <= t1:
                 r = v0 + t
-                a0 = np.float32(0.0)
-                a1 = np.float32(0.0)
-                a2 = np.float32(0.0)
-                a3 = np.float32(0.0)
+                a0 = a1 = a2 = a3 = np.float32(0.0)
+                c0 = c1 = c2 = c3 = np.float32(0.0)
                 for f in range(d):
-                    x = W[hb, f]
-                    a0 += x * W[r, f]
-                    a1 += x * W[r + 1, f]
-                    a2 += x * W[r + 2, f]
-                    a3 += x * W[r + 3, f]
+                    x = W[ha, f]
+                    y = W[hb, f]
+                    v = W[r, f]
+                    a0 += x * v
+                    c0 += y * v
+                    v = W[r + 1, f]
+                    a1 += x * v
+                    c1 += y * v
+                    v = W[r + 2, f]
+                    a2 += x * v
+                    c2 += y * v
+                    v = W[r + 3, f]
+                    a3 += x * v
+                    c3 += y * v
                 C[b, t] = a0
                 C[b, t + 1] = a1
                 C[b, t + 2] = a2
                 C[b, t + 3] = a3
+                if pair:
+                    C[b + 1, t] = c0
+                    C[b + 1, t + 1] = c1
+                    C[b + 1, t + 2] = c2
+                    C[b + 1, t + 3] = c3
                 t += 4
             while t < t1:
                 r = v0 + t
                 a0 = np.float32(0.0)
+                c0 = np.float32(0.0)
                 for f in range(d):
-                    a0 += W[hb, f] * W[r, f]
+                    a0 += W[ha, f] * W[r, f]
+                    c0 += W[hb, f] * W[r, f]
                 C[b, t] = a0
+                if pair:
+                    C[b + 1, t] = c0
                 t += 1
 
 
@@ -249,25 +339,24 @@ def gradient_block(W, out0, n_out, in0, n_in, G, first):
 
 
 @inlined
-def coefficients(C, b, gb, c_i, w, u, start, end, drawn, nt, positives, shift, softmax,
-                 margin, push_weight, inv_t, log_q, touched):
-    """Mask (with :data:`MASKED`) the draws that are positives of user ``u`` in row
-    ``b`` of the cosine block and write the loss's derivatives with respect to the
+def coefficients(C, b, gb, c_i, w, u, start, end, drawn, keys, nt, positives, shift,
+                 softmax, margin, push_weight, inv_t, log_q, touched):
+    """Mask (with :data:`MASKED`, :func:`mask_positives`) the draws that are positives of
+    user ``u`` in row ``b`` of the cosine block and write the loss's derivatives with respect to the
     cosines into row ``gb`` (0 where masked); flag ``touched[t]`` where a derivative is
     not 0. Returns ``(loss, g_i, trials, above, radial)``: the positive's loss, the
     derivative with respect to its cosine ``c_i``, the unmasked draws, those scoring at
     least ``c_i``, and ``sum_t G[b, t] C[b, t]``."""
-    indices, filt = positives.indices, positives.filt
+    mask_positives(C, b, u, start, end, drawn, keys, nt, positives, shift)
     m = 0
     above = 0
     hinge = 0.0
     z_i = c_i * inv_t
     top = z_i
     for t in range(nt):
-        if is_positive(filt, shift, u, drawn[t], indices, start, end):
-            C[b, t] = MASKED
-            continue
         c = C[b, t]
+        if c == MASKED:
+            continue
         m += 1
         above += c >= c_i
         if softmax:
@@ -380,6 +469,7 @@ def group_step(params, positives, settings, work, order, epoch, thread, g0, g1, 
         for f in range(d):
             W[v0 + t, f] = V[j, f]
     cosine_block(W, h0, nb, v0, N, R)
+    sorted_draws(drawn, L[7], N)
     # the losses and their derivatives with respect to the cosines
     inv_t = 1.0 / np.float64(settings.temperature)
     log_q = np.log(np.float64(n_items) / N)
@@ -390,8 +480,8 @@ def group_step(params, positives, settings, work, order, epoch, thread, g0, g1, 
         w = np.float64(R[weights, b])
         c_i = np.float32(R[c_pos, b])
         b_loss, g_i, m, above, radial = coefficients(
-            R, b, B + b, c_i, w, L[2, b], L[4, b], L[5, b], drawn, N, positives, shift,
-            softmax, settings.margin, settings.negative_weight, inv_t, log_q, L[6])
+            R, b, B + b, c_i, w, L[2, b], L[4, b], L[5, b], drawn, L[7], N, positives,
+            shift, softmax, settings.margin, settings.negative_weight, inv_t, log_q, L[6])
         loss += b_loss
         trials += m
         if m > 0:

@@ -397,27 +397,54 @@ def drawn_gradients(W, R, B, nb, h0, v0, ig0, sq0, N, touched, adagrad):
     """The drawn rows' gradients ``W[ig0 + t] = sum_b G[b, t] (H[b] - C[b, t] V_N[t])``
     (the cosine block in rows ``0 .. B - 1`` of ``R``, the derivatives in rows ``B ..``)
     and, with ``adagrad``, the sums of their per-positive terms' squares in ``W[sq0 +
-    t]``, for the draws flagged in ``touched``."""
+    t]``, for the draws flagged in ``touched``. The non-zero terms are taken four at a
+    time (one load and store of the sums per coordinate for four terms)."""
     d = W.shape[1]
     for t in range(N):
         if not touched[t]:
             continue
+        ig, sq, vt = ig0 + t, sq0 + t, v0 + t
         for f in range(d):
-            W[ig0 + t, f] = 0
-            W[sq0 + t, f] = 0
-        for b in range(nb):
-            g = np.float32(R[B + b, t])
-            if g == 0:
-                continue
-            c = np.float32(R[b, t])
+            W[ig, f] = 0
+            W[sq, f] = 0
+        b = 0
+        while b < nb:
+            # the next (up to) four positives with a non-zero term
+            n = 0
+            g0 = g1 = g2 = g3 = np.float32(0.0)
+            c0 = c1 = c2 = c3 = np.float32(0.0)
+            r0 = r1 = r2 = r3 = h0
+            while b < nb and n < 4:
+                g = np.float32(R[B + b, t])
+                if g != 0:
+                    c = np.float32(R[b, t])
+                    if n == 0:
+                        g0, c0, r0 = g, c, h0 + b
+                    elif n == 1:
+                        g1, c1, r1 = g, c, h0 + b
+                    elif n == 2:
+                        g2, c2, r2 = g, c, h0 + b
+                    else:
+                        g3, c3, r3 = g, c, h0 + b
+                    n += 1
+                b += 1
+            if n == 0:
+                break
+            # (unused slots have g = 0 and a valid row)
             if adagrad:
                 for f in range(d):
-                    x = g * (W[h0 + b, f] - c * W[v0 + t, f])
-                    W[ig0 + t, f] += x
-                    W[sq0 + t, f] += x * x
+                    v = W[vt, f]
+                    x0 = g0 * (W[r0, f] - c0 * v)
+                    x1 = g1 * (W[r1, f] - c1 * v)
+                    x2 = g2 * (W[r2, f] - c2 * v)
+                    x3 = g3 * (W[r3, f] - c3 * v)
+                    W[ig, f] += (x0 + x1) + (x2 + x3)
+                    W[sq, f] += (x0 * x0 + x1 * x1) + (x2 * x2 + x3 * x3)
             else:
                 for f in range(d):
-                    W[ig0 + t, f] += g * (W[h0 + b, f] - c * W[v0 + t, f])
+                    v = W[vt, f]
+                    W[ig, f] += ((g0 * (W[r0, f] - c0 * v) + g1 * (W[r1, f] - c1 * v))
+                                 + (g2 * (W[r2, f] - c2 * v) + g3 * (W[r3, f] - c3 * v)))
 
 
 @njit(**JIT_NO_NRT)

@@ -363,7 +363,6 @@ def coefficients(C, b, gb, c_i, w, u, start, end, drawn, keys, nt, positives, sh
             top = max(top, c * inv_t + log_q)
         elif c > margin:
             hinge += c - margin
-    radial = 0.0
     if softmax:
         total = np.exp(z_i - top)
         for t in range(nt):
@@ -374,22 +373,23 @@ def coefficients(C, b, gb, c_i, w, u, start, end, drawn, keys, nt, positives, sh
         scale = w * inv_t / total
         for t in range(nt):
             c = C[b, t]
-            g = 0.0 if c == MASKED else scale * np.exp(c * inv_t + log_q - top)
-            C[gb, t] = g
-            if g != 0:
-                radial += g * c
-                touched[t] = 1
-        return loss, g_i, m, above, radial
-    pull = w if c_i < 1 else 0.0     # (the hinge is flat at 1)
-    push = w * push_weight / m if m > 0 else 0.0
+            C[gb, t] = 0.0 if c == MASKED else scale * np.exp(c * inv_t + log_q - top)
+    else:
+        pull = w if c_i < 1 else 0.0     # (the hinge is flat at 1)
+        push = w * push_weight / m if m > 0 else 0.0
+        loss = pull * (1.0 - c_i) + push * hinge
+        g_i = -pull
+        for t in range(nt):
+            c = C[b, t]
+            C[gb, t] = push if (c > margin and c != MASKED) else 0.0
     for t in range(nt):
-        c = C[b, t]
-        g = push if (c > margin and c != MASKED) else 0.0
-        C[gb, t] = g
-        if g != 0:
-            radial += g * c
+        if C[gb, t] != 0:
             touched[t] = 1
-    return pull * (1.0 - c_i) + push * hinge, -pull, m, above, radial
+    # (a sum in a loop of its own, which only reads: see squared_norm; G is 0 where masked)
+    radial = 0.0
+    for t in range(nt):
+        radial += C[gb, t] * C[b, t]
+    return loss, g_i, m, above, radial
 
 
 @njit(**JIT_NO_NRT)

@@ -89,6 +89,11 @@ class LossSpec:
                              f"loss={_names(lambda s: s.popularity)}: the rank estimates of "
                              "the WARP and ordinal losses assume uniformly drawn negatives.")
         alpha, dropout = params["alpha"], params["dropout"]
+        if params["negative_sharing"] != 1 and not self.sphere:
+            raise ValueError(f"negative_sharing={params['negative_sharing']!r} applies to "
+                             f"loss={_names(lambda s: s.sphere)} only (got loss="
+                             f"{self.name!r}): the other losses draw their negatives per "
+                             f"positive. Leave it at 1.")
         if self.sphere:
             for name, unused in (("rank_estimator", params["rank_estimator"] != "sampled"),
                                  ("max_norm", params["max_norm"] is not None),
@@ -139,10 +144,14 @@ class LossSpec:
             raise ValueError(f"k-OS needs k <= n (got k={kos_k}, n={kos_n}).")
         return kos_k, kos_n
 
-    def work_entries(self, max_sampled: int, n_negatives: int) -> int:
+    def work_entries(self, max_sampled: int, n_negatives: int,
+                     negative_sharing: int = 1) -> int:
         """The entries of the kernel's per-thread lists: the softmax keeps a positive's
-        ``n_negatives`` draws there, the others up to ``max_sampled`` draws."""
-        return n_negatives if self.code == _train.LOSS_SOFTMAX else max_sampled
+        ``n_negatives`` draws there, and so do both cosine losses for a group's shared
+        draws (``negative_sharing > 1``); the others up to ``max_sampled`` draws."""
+        if self.code == _train.LOSS_SOFTMAX or (self.sphere and negative_sharing > 1):
+            return n_negatives
+        return max_sampled
 
     # ---------------------------------------------------------------- "auto" rules
     def auto_learning_rate(self, per_user: float, per_item: float) -> float:
@@ -195,9 +204,10 @@ LOSSES: dict[str, LossSpec] = {spec.name: spec for spec in (
     LossSpec("ordinal", _train.LOSS_ORDINAL, ("n", "max_sampled", "max_norm"),
              list_length=True, fold_in=False),
     LossSpec("ccl", _train.LOSS_CCL, ("n_negatives", "margin", "negative_weight", "dropout",
-                                      "negative_sampling"), sphere=True, popularity=True),
-    LossSpec("softmax", _train.LOSS_SOFTMAX, ("n_negatives", "temperature", "dropout"),
-             sphere=True),
+                                      "negative_sampling", "negative_sharing"), sphere=True,
+             popularity=True),
+    LossSpec("softmax", _train.LOSS_SOFTMAX, ("n_negatives", "temperature", "dropout",
+                                              "negative_sharing"), sphere=True),
 )}
 #: The losses whose factor rows are kept at unit norm (their scores are cosines).
 SPHERE_LOSSES = tuple(name for name, spec in LOSSES.items() if spec.sphere)

@@ -49,6 +49,7 @@ PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "max_sampled": [POSITIVE_INT],
     "max_violators": [POSITIVE_INT],
     "n_negatives": [POSITIVE_INT],
+    "negative_sharing": [POSITIVE_INT],
     "margin": [Interval(Real, -1, 1, closed="both")],
     "negative_weight": [Interval(Real, 0, None, closed="neither"), Options(["auto"])],
     "dropout": [Interval(Real, 0, 1, closed="left"), Options(["auto"])],
@@ -110,6 +111,9 @@ class TrainingConfig:
     validation_seed: int | None = None
     record_validation: bool = False
     min_epochs: int = 0
+    #: the cosine losses: positives per shared set of ``n_negatives`` draws (1: per
+    #: positive, ``_kernels.shared`` above 1)
+    negative_sharing: int = 1
 
     @property
     def violators(self) -> bool:
@@ -119,7 +123,8 @@ class TrainingConfig:
     @property
     def work_entries(self) -> int:
         """The entries of the kernel's per-thread lists (see ``LossSpec.work_entries``)."""
-        return self.loss.work_entries(self.max_sampled, self.n_negatives)
+        return self.loss.work_entries(self.max_sampled, self.n_negatives,
+                                      self.negative_sharing)
 
 
 def check_params(params: dict[str, Any]) -> TrainingConfig:
@@ -158,7 +163,8 @@ def check_params(params: dict[str, Any]) -> TrainingConfig:
         adagrad=params["learning_schedule"] == "adagrad",
         n_threads=resolve_threads(params["n_threads"]),
         max_norm=float(params["max_norm"] or 0.0), margin=float(params["margin"]),
-        temperature=float(params["temperature"]))
+        temperature=float(params["temperature"]),
+        negative_sharing=int(params["negative_sharing"]))
 
 
 def drop_needs_validation(learning_rate_drop: float | str) -> bool:
@@ -268,11 +274,15 @@ def resolve_learning_rate_drop(value: float | str, spec: LossSpec,
 
 
 def resolve_sample_order(value: str, spec: LossSpec, matrix: sp.csr_matrix,
-                         outgrows_cache: bool) -> str:
+                         outgrows_cache: bool, negative_sharing: int = 1) -> str:
     """``sample_order``, or its ``"auto"`` value: the users order when the parameters
-    outgrow the caches, except on a long tail of short histories."""
+    outgrow the caches, except on a long tail of short histories and with negatives
+    shared by groups of positives (a group of one user's positives would take all its
+    steps from one snapshot of the user's row)."""
     if value != "auto":
         return value
+    if spec.sphere and negative_sharing > 1:
+        return "positives"
     if outgrows_cache and not long_tail(spec, matrix):
         return "users"
     return "positives"

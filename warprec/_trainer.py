@@ -93,7 +93,7 @@ def kernel_settings(config: TrainingConfig, *, learning_rate: float, alpha: floa
         dropout=np.float32(dropout), temperature=np.float32(config.temperature),
         kos_k=config.kos_k, kos_n=config.kos_n, rank_table=weighting.table,
         top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
-        seed=seed)
+        seed=seed, negative_sharing=config.negative_sharing)
 
 
 def outgrows_cache(n_users: int, n_items: int, d: int,
@@ -109,13 +109,15 @@ def kernel_mode(config: TrainingConfig, *, prefetch: bool = False, features: boo
     """The kernel variant of a fit (``train.Mode``; ``train.epoch_kernel`` compiles it):
     the configuration's loss, rank estimate, schedule, max-norm and violators, and
     ``prefetch`` (the parameters outgrow the caches; for the losses that have it),
-    ``features`` (the hybrid kernel) and ``freeze_items`` (fold-in)."""
+    ``features`` (the hybrid kernel) and ``freeze_items`` (fold-in); the cosine losses
+    with ``negative_sharing > 1`` run the shared-negatives kernel."""
     spec = config.loss
     return _train.Mode(loss=spec.code, exact_rank=config.exact_rank, adagrad=config.adagrad,
                        clip=bool(config.max_norm),
                        prefetch=prefetch and spec.prefetch,
                        freeze_items=freeze_items, features=features,
-                       violators=config.violators)
+                       violators=config.violators,
+                       shared=spec.sphere and config.negative_sharing > 1)
 
 
 def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
@@ -134,7 +136,7 @@ def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
     positives = kernel_positives(matrix, weights, grades, neg_cdf)
     try:
         work = _train.make_work(mode, n_threads, d, matrix.shape[1],
-                                config.work_entries, config.kos_n)
+                                config.work_entries, config.kos_n, config.negative_sharing)
     except MemoryError:
         raise ValueError(
             f"max_sampled={config.max_sampled} is too large: the training kernel's work "

@@ -58,6 +58,9 @@ def _model_args(parser):
                                         "contrastive loss) or softmax (sampled softmax)")
     g.add_argument("--n-negatives", type=int, default=None,
                    help="ccl, softmax: negatives per positive (default: see WARPFactorizer)")
+    g.add_argument("--negative-sharing", type=int, default=None,
+                   help="ccl, softmax: positives sharing one set of negative draws "
+                        "(default 1: draws per positive)")
     g.add_argument("--margin", type=float, default=None,
                    help="ccl: negatives with a cosine above it are pushed away")
     g.add_argument("--negative-weight", type=float, default=None,
@@ -244,7 +247,8 @@ def _make_model(args):
     params = dict(TUNED_PARAMS) if getattr(args, "tuned", False) else {}
     for name, value in (("epochs", args.epochs), ("learning_rate", args.learning_rate),
                         ("alpha", args.alpha), ("max_sampled", args.max_sampled),
-                        ("n_negatives", args.n_negatives), ("margin", args.margin),
+                        ("n_negatives", args.n_negatives),
+                        ("negative_sharing", args.negative_sharing), ("margin", args.margin),
                         ("negative_weight", args.negative_weight), ("dropout", args.dropout),
                         ("temperature", args.temperature),
                         ("feature_weight", args.feature_weight),

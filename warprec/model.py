@@ -166,6 +166,17 @@ class WARPFactorizer(FactorRecommender):
         apply to it too.
     n_negatives : int, default 200
         ``loss="ccl"`` or ``"softmax"``: negatives drawn per positive (with replacement).
+    negative_sharing : int, default 1
+        ``loss="ccl"`` or ``"softmax"``: positives that share one set of
+        ``n_negatives`` draws. 1 draws them per positive, among the user's negatives.
+        ``B > 1`` cuts each epoch's order into groups of ``B`` consecutive positives that
+        share ``n_negatives`` draws over all items (with replacement; popularity-drawn
+        with ``negative_sampling="popularity"``), so that their cosines are one dense
+        ``B x n_negatives`` product; a draw that is one of a positive's user's positives
+        is left out of that positive's loss (the cosine loss averages over the draws
+        left, the softmax's correction becomes ``log(n_items / n_negatives)``). Within a
+        group every cosine and gradient is taken before any row moves; the rows then
+        step one after another. Other losses: must stay 1.
     margin : float, default 0.8
         ``loss="ccl"``: negatives whose cosine with the user exceeds it are pushed away;
         in [-1, 1].
@@ -231,7 +242,9 @@ class WARPFactorizer(FactorRecommender):
         ``"positives"``: while the rows stay cached the users order saves little time, and
         it trains on a less random sequence of updates, which can cost ranking quality;
         and ``"positives"`` with a WARP loss on a long tail of short histories (see
-        ``init_scale``), where it trains better whatever the parameters' size.
+        ``init_scale``), where it trains better whatever the parameters' size, and with
+        ``negative_sharing > 1`` (a group of one user's positives takes all their steps
+        from one snapshot of the user's row; measured worse).
         The order used is ``sample_order_``. The orders give different factors. The
         measurements behind the choice are in docs/design.md ("Sample order: positives or
         users").
@@ -419,7 +432,8 @@ class WARPFactorizer(FactorRecommender):
                  rank_weighting: str | ArrayLike = "harmonic",
                  alpha: float | Literal["auto"] = "auto", n_threads: int | None = None,
                  random_state: RandomState = 0, *, max_violators: int = 1,
-                 loss: str = "warp", n_negatives: int = 200, margin: float = 0.8,
+                 loss: str = "warp", n_negatives: int = 200, negative_sharing: int = 1,
+                 margin: float = 0.8,
                  negative_weight: float | Literal["auto"] = "auto",
                  dropout: float | Literal["auto"] = 0.0, temperature: float = 0.2,
                  k: int | None = None, n: int = 10, top_fraction: float | None = None,
@@ -444,6 +458,7 @@ class WARPFactorizer(FactorRecommender):
         self.random_state = random_state
         self.loss = loss
         self.n_negatives = n_negatives
+        self.negative_sharing = negative_sharing
         self.margin = margin
         self.negative_weight = negative_weight
         self.dropout = dropout
@@ -836,7 +851,8 @@ class WARPFactorizer(FactorRecommender):
                                                         kept["negative_weight_"])
         self.dropout_ = resolve_dropout(self.dropout, spec)
         self.sample_order_ = resolve_sample_order(self.sample_order, spec, matrix,
-                                                  self._outgrows_cache())
+                                                  self._outgrows_cache(),
+                                                  self.negative_sharing)
         hybrid = self._hybrid()
         inputs = kernel_inputs(
             config, matrix, self.user_factors_.shape[1], weights=weights,
@@ -1046,7 +1062,8 @@ class WARPFactorizer(FactorRecommender):
                                                                    model.train_matrix_))
             model.sample_order_ = resolve_sample_order(model.sample_order, spec,
                                                        model.train_matrix_,
-                                                       model._outgrows_cache())
+                                                       model._outgrows_cache(),
+                                                       model.negative_sharing)
             # (files written before init_scale="auto" existed: the parameter says)
             model.init_scale_ = (float(data["init_scale"]) if "init_scale" in data
                                  else float(model.init_scale))

@@ -504,7 +504,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
 #: The estimator parameters that choose a fit's kernel variant (through
 #: ``check_params`` and ``_trainer.kernel_mode``; ``n_components`` through prefetching).
 _KERNEL_PARAMETERS = ("loss", "rank_estimator", "learning_schedule", "max_norm",
-                      "max_violators", "n_components")
+                      "max_violators", "negative_sharing", "n_components")
 #: Rows of X the compilation's tiny validated fit trains on.
 _COMPILE_ROWS = 200
 _PROGRESS_DESC = "warprec tune"

@@ -24,6 +24,10 @@ CHUNK_MIN, CHUNK_MAX = 64, 4096
 #: Chunks per thread an epoch is cut into (within the bounds above): enough that a thread
 #: slowed down by another process hands most of its work to the others.
 CHUNKS_PER_THREAD = 16
+#: Drawn rows per tile of the shared-negatives kernel's cosine block (``shared.py``): a
+#: tile (64 rows of 128 float32 = 32 KB) stays in the L1/L2 cache while every user
+#: vector of the group passes over it.
+SHARED_TILE = 64
 #: How many samples ahead the row prefetches of the training kernel reach.
 SAMPLES_AHEAD = 4
 #: How many negative candidates ahead of the current trial are drawn and prefetched.

@@ -114,6 +114,8 @@ class Settings(NamedTuple):
     top_fraction: float
     normalize: bool
     seed: int                   # key of the random streams, with the epoch
+    negative_sharing: int = 1   # CCL, softmax with Mode.shared: positives per shared set
+    #                             of n_negatives draws (:mod:`.shared`)
 
 
 class Work(NamedTuple):
@@ -145,6 +147,8 @@ class Mode(NamedTuple):
     violators: bool = False     # WARP: collect up to Settings.max_violators violators per
     #                             positive (compiled only when asked for: it would slow
     #                             the single-violator loop)
+    shared: bool = False        # CCL, softmax: negatives shared by the positives of a
+    #                             group of Settings.negative_sharing (:mod:`.shared`)
 
 
 # ------------------------------------------------------------------------ the skeleton

@@ -5,7 +5,9 @@ one ``@njit`` kernel built from the epoch skeleton of :mod:`.epoch` (Hogwild sli
 claiming chunks of the order, one random stream per sample) with the step of the fit's
 loss plugged in: :mod:`.warp` (WARP and k-OS), :mod:`.violators` (WARP with several
 violators), :mod:`.bpr`, :mod:`.ordinal`, :mod:`.ccl` (the cosine contrastive loss and
-the sampled softmax) or :mod:`.features` (the hybrid model).
+the sampled softmax) or :mod:`.features` (the hybrid model). The cosine losses with
+negatives shared by groups of positives (``Mode.shared``) run a slice kernel of their own
+(:mod:`.shared`), which claims chunks of whole groups.
 
 The interface is four small typed tuples and a mode (defined in :mod:`.epoch`):
 
@@ -28,7 +30,7 @@ import functools
 
 import numpy as np
 
-from . import bpr, ccl, features, ordinal, violators, warp
+from . import bpr, ccl, features, ordinal, shared, violators, warp
 from .aligned import aligned_empty
 from .config import CACHE_LINE, CHUNK_MAX, CHUNK_MIN, CHUNKS_PER_THREAD
 from .epoch import (LOSS_BPR, LOSS_CCL, LOSS_ORDINAL, LOSS_SOFTMAX, LOSS_WARP, N_STATS,
@@ -49,6 +51,8 @@ def epoch_kernel(mode):
     variant is chosen. Called as ``kernel(params, positives, settings, work, order,
     epoch, chunk, thread)`` once per slice (:func:`train_epoch`); returns ``True`` if
     every update of the slice stayed finite."""
+    if mode.shared and mode.loss not in SPHERE_LOSSES:
+        raise ValueError("shared negatives apply to the cosine losses only")
     if mode.features:
         if (mode.loss in (LOSS_ORDINAL,) + SPHERE_LOSSES or mode.exact_rank or mode.clip
                 or mode.freeze_items or mode.violators):
@@ -59,6 +63,8 @@ def epoch_kernel(mode):
         if mode.exact_rank or mode.clip or mode.prefetch or mode.violators:
             raise ValueError("the cosine losses have neither exact ranks, max-norm, "
                              "prefetching nor several violators")
+        if mode.shared:
+            return shared.compile_epoch(mode)
         return compile_epoch(ccl, mode)
     if mode.loss == LOSS_ORDINAL:
         if mode.exact_rank or mode.prefetch or mode.freeze_items:
@@ -91,20 +97,30 @@ def thread_rows(rows, width, itemsize):
     return rows + (CACHE_LINE + row_bytes - 1) // row_bytes
 
 
-def make_work(mode, n_threads, d, n_items, entries, kos_n):
+def make_work(mode, n_threads, d, n_items, entries, kos_n, group=1):
     """The :class:`Work` of epochs in ``mode`` on ``n_threads`` threads, for factors of
     dimension ``d`` over ``n_items`` items; made once per fit instead of once per epoch
     (a small saving: Python work between epochs runs on caches the epoch has filled with
     its own data). ``entries`` is the most list entries a sample draws besides k-OS's
     ``kos_n`` positives: ``Settings.max_sampled``, or the softmax's
     ``Settings.n_negatives``. The integer and real work rows hold ``kos_n + entries``
-    entries, the candidates' rows (with ``Mode.prefetch``) ``entries``."""
+    entries, the candidates' rows (with ``Mode.prefetch``) ``entries``.
+
+    With ``Mode.shared`` (``entries`` the draws ``N`` a group of ``group`` positives
+    shares) the rows are those of :mod:`.shared`: ``shared.scratch_rows`` scratch rows,
+    ``shared.INT_ROWS`` integer rows and ``shared.real_rows`` real rows, each at least
+    ``max(entries, group)`` wide."""
     width = kos_n + entries
+    rows, int_rows, real_rows = 6, 3, 2
+    if mode.shared:
+        width = max(entries, group)
+        rows = shared.scratch_rows(group, entries)
+        int_rows, real_rows = shared.INT_ROWS, shared.real_rows(group)
     exact = mode.exact_rank and mode.loss == LOSS_WARP
     return Work(
-        scratch=aligned_empty((n_threads, thread_rows(6, d, 4), d), np.float32),
-        ints=np.empty((n_threads, thread_rows(3, width, 8), width), np.int64),
-        reals=np.empty((n_threads, thread_rows(2, width, 8), width), np.float64),
+        scratch=aligned_empty((n_threads, thread_rows(rows, d, 4), d), np.float32),
+        ints=np.empty((n_threads, thread_rows(int_rows, width, 8), width), np.int64),
+        reals=np.empty((n_threads, thread_rows(real_rows, width, 8), width), np.float64),
         violators=np.empty((n_threads, n_items if exact else 0), np.int64),
         candidates=(np.empty((n_threads, thread_rows(2, entries, 8), entries), np.int64)
                     if mode.prefetch else np.empty((n_threads, 2, 0), np.int64)),

@@ -554,8 +554,10 @@ def _evaluate_cold(args, out):
     train, warm_test = split_random(rest, test_fraction=args.test_fraction,
                                     random_state=args.seed)
     # (features of the entities fit sees; the cold ones' rows rank them afterwards)
-    warm_features = {name: frame[frame[name[:4] + "_id"].isin(train[name[:4] + "_id"])]
-                     for name, frame in features.items()}
+    warm_features = {}
+    for name, frame in features.items():
+        key = name.replace("_features", "_id")     # user_id / item_id
+        warm_features[name] = frame[frame[key].isin(train[key])]
     cold_features = own[own[f"{kind}_id"].isin(cold_test[f"{kind}_id"])]
     model = _fit(_make_model(args), train, sys.stderr if args.json else out, **warm_features)
     baselines = {"popularity": PopularityRecommender().fit(train)}

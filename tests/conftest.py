@@ -85,8 +85,8 @@ def dask_client():
 #: them while the other is idle. (`--dist loadscope`, whole files per worker, ran their
 #: module fixtures once but left the kernel compilations of a cold cache unbalanced
 #: between the two workers: 181 against 114 CPU s.)
-LONG_FILES = ("test_tuning.py", "test_cli.py", "test_dask_fit.py", "test_wheel.py",
-              "test_benchmarks.py")
+LONG_FILES = ("test_tuning.py", "test_cli.py", "test_notebooks.py", "test_dask_fit.py",
+              "test_wheel.py", "test_benchmarks.py", "test_features.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -27,10 +27,9 @@ cold users: each ranks all the known items), by warprec's evaluator
 quality the features must not lower), popularity and, for items, feature popularity.
 
 ``--weights 0.1,0.2,...`` measures a lever instead: the side features' weight against
-the identity feature's 1. Each entity's feature row is ``[identity | w * features]``
-(passed as a matrix, with ``identity_features=False``; cold rows ``[0 | w * features]``),
-and the warm and cold NDCG@10 of each ``w`` are reported beside the plain model's warm
-score (``cold_start_weights.jsonl``; ``w = 1`` is warprec's default hybrid model).
+the identity feature's 1 (``feature_weight``); the warm and cold NDCG@10 of each ``w`` are
+reported beside the plain model's warm score (``cold_start_weights.jsonl``; ``w = 1`` is
+warprec's default hybrid model).
 
 Writes ``benchmarks/results/cold_start.md`` (the tables) and ``cold_start.jsonl`` (runs).
 """
@@ -214,65 +213,28 @@ def run(case, seed, threads):
 
 def weight_grid(case, seed, threads, weights):
     """Warm and cold NDCG@10 with the side features weighted ``w`` against the identity
-    feature, for each ``w`` of ``weights`` (see the module docstring)."""
+    feature (``WARPFactorizer(feature_weight=w)``), for each ``w`` of ``weights``."""
     from warprec import WARPFactorizer
-    from warprec._features import FeatureEncoder
+    from warprec.evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
 
     ratings, features, kind = load(case)
     train, warm_test, cold_test, warm_features, cold_features = split(ratings, features,
                                                                       kind, seed)
-    key = f"{kind}_id"
-    users, items = np.sort(train["user_id"].unique()), np.sort(train["item_id"].unique())
-    user_index, item_index = pd.Index(users), pd.Index(items)
-    X = sp.csr_matrix((np.ones(len(train), np.float32),
-                       (user_index.get_indexer(train["user_id"]),
-                        item_index.get_indexer(train["item_id"]))),
-                      shape=(len(users), len(items)))
-    own = users if kind == "user" else items
-    encoder = FeatureEncoder(kind)
-    warm_rows = encoder.fit(warm_features, own, len(own))
-    cold_encoded, _ = encoder.transform(cold_features)
-    identity = sp.identity(len(own), dtype=np.float32, format="csr")
-    no_identity = sp.csr_matrix((len(cold_features), len(own)), dtype=np.float32)
-    warm_test = warm_test[warm_test["user_id"].isin(users) & warm_test["item_id"].isin(items)]
-    warm_relevant = sp.csr_matrix((np.ones(len(warm_test), np.float32),
-                                   (user_index.get_indexer(warm_test["user_id"]),
-                                    item_index.get_indexer(warm_test["item_id"]))),
-                                  shape=X.shape)
-    cold_index = pd.Index(cold_features[key])
-    if kind == "item":
-        test = cold_test[cold_test["user_id"].isin(users)]
-        rows, inverse = np.unique(user_index.get_indexer(test["user_id"]),
-                                  return_inverse=True)
-        cold_relevant = sp.csr_matrix((np.ones(len(test), np.float32),
-                                       (inverse, cold_index.get_indexer(test["item_id"]))),
-                                      shape=(rows.size, len(cold_index)))
-    else:
-        test = cold_test[cold_test["item_id"].isin(items)]
-        cold_relevant = sp.csr_matrix((np.ones(len(test), np.float32),
-                                       (cold_index.get_indexer(test["user_id"]),
-                                        item_index.get_indexer(test["item_id"]))),
-                                      shape=(len(cold_index), len(items)))
+    cold_evaluate = evaluate_cold_items if kind == "item" else evaluate_cold_users
 
-    def scores(model, cold):
-        V, b = model.item_embeddings()
-        U = model.user_embeddings()
-        warm = ndcg(U, V, b, warm_relevant.copy(), X)
-        if kind == "item":
-            Vc, bc = model.item_embeddings(item_features=cold)
-            return warm, ndcg(U[rows], Vc, bc, cold_relevant.copy())
-        return warm, ndcg(model.user_embeddings(user_features=cold), V, b,
-                          cold_relevant.copy())
+    def warm(model):
+        return evaluate(model, warm_test, train=train, metrics=["ndcg"])["ndcg@10"]
 
-    plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(X)
-    out = dict(case=case, seed=seed, weights={}, plain_warm=ndcg(
-        plain.user_embeddings(), *plain.item_embeddings(), warm_relevant.copy(), X))
-    for w in weights:
-        model = WARPFactorizer(n_threads=threads, random_state=seed, identity_features=False)
-        model.fit(X, **{f"{kind}_features": sp.hstack([identity, w * warm_rows],
-                                                      format="csr")})
-        warm, cold = scores(model, sp.hstack([no_identity, w * cold_encoded], format="csr"))
-        out["weights"][str(w)] = dict(warm=warm, cold=cold)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # test rows of entities only the other side has
+        plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(train)
+        out = dict(case=case, seed=seed, weights={}, plain_warm=warm(plain))
+        for w in weights:
+            model = WARPFactorizer(n_threads=threads, random_state=seed,
+                                   feature_weight=w).fit(
+                train, **{f"{kind}_features": warm_features})
+            cold = cold_evaluate(model, cold_test, cold_features, metrics=["ndcg"])
+            out["weights"][str(w)] = dict(warm=warm(model), cold=cold["ndcg@10"])
     return out
 
 

@@ -97,7 +97,10 @@ def _reference(model, test, features, k):
         if user not in set(model.user_ids_):
             continue
         u = list(model.user_ids_).index(user)
-        scores = U[u] @ factors.T + biases
+        # one dot product per candidate: candidates with the same features then tie
+        # exactly, as they do in the evaluator (a BLAS matrix-vector product may round
+        # equal rows differently by their position, on some processors)
+        scores = np.array([U[u] @ row for row in factors], dtype=np.float32) + biases
         ranked = naive_ranking(scores, np.ones(len(candidates), bool))
         relevant = {candidates.index(i) for i in rows["item_id"]}
         ndcg.append(naive_ndcg(ranked, {i: 1.0 for i in relevant}, k, form="linear"))

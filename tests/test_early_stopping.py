@@ -329,6 +329,7 @@ def test_refit_trains_all_positives_for_the_epochs_the_passes_agree_on(data):
     assert model.epochs_done_ == len(model.history_) == best
     assert model.train_matrix_.nnz == X.nnz
     assert model.get_params()["epochs"] == 40 and model.early_stopping == "refit"
+    assert model.refit_ is True
 
 
 def test_refit_on_data_without_signal_trains_the_plain_count():
@@ -536,20 +537,26 @@ def test_refit_on_users_with_two_positives_validates_once():
     assert calls == [0, 1, 2] + list(range(model.best_epoch_))
 
 
-def test_agreed_epochs_without_the_guard_take_the_peak_of_all_users():
-    curve = 0.25 + 0.05 * np.minimum(np.arange(1, 81), 60) / 60
-    noisy = [_recording(curve, 0.2, 2.0, 2_000, seed) for seed in range(3)]
-    guarded = agreed_epochs(noisy, plain=50)
-    free = agreed_epochs(noisy, plain=50, guard=False)
-    assert free.epochs == free.checked[int(np.argmax(free.scores))]
-    assert guarded.epochs == 50 != free.epochs
-
-
-def test_refit_where_the_defaults_early_stop_keeps_the_validated_peak(data, monkeypatch):
+def test_refit_where_the_defaults_early_stop_keeps_the_validated_model(data, monkeypatch,
+                                                                       caplog):
     """On data where early_stopping="auto" validates (20,000 users or more; patched here)
-    the defaults keep their validated peak, and so does the refit."""
+    there is no refit: the model is the validated pass's at its best epoch, bit for bit
+    the model of early_stopping=True (the same hold-out and checks; a patience that lets
+    both train every epoch), and nothing trains again."""
     X, _ = data
     monkeypatch.setattr(_validation, "auto_early_stopping", lambda matrix: True)
-    model = WARPFactorizer(n_components=8, epochs=40, early_stopping="refit", n_threads=1,
-                           random_state=4).fit(X)
+    kw = dict(n_components=8, epochs=40, n_iter_no_change=100, n_threads=1, random_state=4)
+    calls = []
+    with caplog.at_level("INFO", logger="warprec.model"):
+        model = WARPFactorizer(early_stopping="refit", **kw).fit(
+            X, callback=lambda m, info: calls.append(info["epoch"]))
+    assert calls == list(range(40))              # one pass
+    assert "is kept, not trained again" in caplog.text
+    assert model.best_epoch_ == model.epochs_done_
     assert model.best_epoch_ == int(np.argmax(model.validation_scores_)) + 1
+    kept = WARPFactorizer(early_stopping=True, **kw).fit(X)
+    assert kept.best_epoch_ == model.best_epoch_
+    for name in PARAMS:
+        np.testing.assert_array_equal(getattr(model, name), getattr(kept, name))
+    assert model.train_matrix_.nnz == X.nnz and model.early_stopping_ is True
+    assert model.refit_ is False

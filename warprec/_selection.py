@@ -14,8 +14,8 @@ Breiman's one-standard-error rule in spirit, with the plain fit as the model pre
 a tie); else the plain fit's count. Choosing the peak on one half and testing it on the
 other keeps the test honest: the highest of many noisy means is biased upwards (the
 winner's curse), and on the half that did not choose it, it is not. Where the defaults
-themselves early-stop (20,000 users or more), they keep their validated peak, and the
-refit takes the passes' peak too.
+themselves early-stop (20,000 users or more) there is no refit: the estimator keeps the
+validated pass's model, as the defaults do.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Agreement:
 
 
 def agreed_epochs(recordings: list[dict[int, np.ndarray]], plain: int,
-                  z: float = REFIT_Z, guard: bool = True) -> Agreement:
+                  z: float = REFIT_Z) -> Agreement:
     """The epochs to refit for, from the per-user validation scores of the passes.
 
     Parameters
@@ -77,10 +77,6 @@ def agreed_epochs(recordings: list[dict[int, np.ndarray]], plain: int,
         does not exceed it stands for it (the smallest checked one if none does).
     z : float
         Standard errors the peak must beat the plain count by (on the second half).
-    guard : bool
-        False where the defaults themselves early-stop (``early_stopping="auto"``
-        validates on the data): they keep their validated peak, and so does the refit,
-        which then takes the epochs where the mean score over all checked users peaks.
     """
     checked = sorted(set.intersection(*(set(r) for r in recordings)))
     if not checked:
@@ -96,9 +92,6 @@ def agreed_epochs(recordings: list[dict[int, np.ndarray]], plain: int,
     diff = diff[~np.isnan(diff)]
     gain = float(diff.mean()) if diff.size else 0.0
     error = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.inf
-    if not guard:
-        chosen = checked[int(np.argmax(means))]
-    else:
-        chosen = peak if peak != base and gain > z * error else base
+    chosen = peak if peak != base and gain > z * error else base
     return Agreement(epochs=int(chosen), checked=tuple(checked), scores=tuple(means),
                      peak=int(peak), plain=int(base), gain=gain, standard_error=error)

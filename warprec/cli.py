@@ -310,7 +310,7 @@ def _fit(model, train, out, **features):
               if h else "fitted with 0 epochs\n")
     if getattr(model, "best_epoch_", None) is not None:
         kept = (f"chose {model.best_epoch_} epochs, refit on all the positives"
-                if model.early_stopping == "refit" else f"kept epoch {model.best_epoch_}")
+                if getattr(model, "refit_", False) else f"kept epoch {model.best_epoch_}")
         out.write(f"early stopping {kept} (validation {model.validation_metric} "
                   f"{max(model.validation_scores_):.4f})\n")
     return model

@@ -31,7 +31,8 @@ from ._plan import (PARAMETER_CONSTRAINTS, TrainingConfig, check_params, drop_ne
                     training_input)
 from ._trainer import (Target, Trainer, fold_in_epochs, grades, kernel_inputs, kernel_settings,
                        negative_cdf, outgrows_cache, progress_bar, sample_weights, unit_rows)
-from ._defaults import FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES, TUNED_PARAMS
+from ._defaults import (EARLY_STOPPING_AUTO_USERS, FOLD_IN_PARALLEL_FROM, PREFETCH_ABOVE_BYTES,
+                        TUNED_PARAMS)
 from ._selection import agreed_epochs, plain_epochs, refit_folds
 from .exceptions import DivergenceError
 from .weights import resolve_rank_weighting
@@ -274,8 +275,10 @@ class WARPFactorizer(FactorRecommender):
         half of the checked users, the test made on the other half), else the plain
         count: one small hold-out's best epoch is mostly noise (see
         :mod:`warprec._selection`). Where ``early_stopping="auto"`` validates (20,000
-        users or more) the defaults keep their validated peak, and ``best_epoch_`` is
-        that peak. ``validation_scores_`` are the passes' mean scores
+        users or more with 2 or more positives) there is no refit: the hold-out is then a
+        ``validation_fraction`` of the positives of 10,000 users, a small share of X, and
+        the model of the validated pass is kept at its best epoch, as the defaults keep
+        it (logged at INFO level). ``validation_scores_`` are the passes' mean scores
         at the epochs every pass checked, ``history_`` that of the refit, and
         ``callback`` is called in every pass. With
         ``validation_data`` nothing is held out of X and no refit is needed: ``"refit"``
@@ -386,6 +389,10 @@ class WARPFactorizer(FactorRecommender):
         With early stopping: the number of epochs (counted over all fit and
         partial_fit calls, like ``epochs_done_``) after which the validation score was
         best; the parameters are those of that epoch and ``epochs_done_`` equals it.
+    refit_ : bool
+        After a fit with ``early_stopping="refit"`` that validated on held-out positives
+        of X: whether the model was trained again on all of X (False where
+        ``early_stopping="auto"`` validates, and the validated model is kept).
     learning_rate_drop_ : float
         The factor of a drop of the learning rate in the last fit / partial_fit
         (``learning_rate_drop``, or its ``"auto"`` value).
@@ -591,7 +598,17 @@ class WARPFactorizer(FactorRecommender):
                             features=features, snapshot=snapshot,
                             overrides=dict(record_validation=True) if refit else None)
         if refit and hasattr(self, "best_epoch_"):
-            self._refit(X, sample_weight, callback, features, first.monitor)
+            if _validation.auto_early_stopping(self.train_matrix_):
+                # where the defaults early-stop, the hold-out is a sample of users'
+                # positives: a refit would win back a small share of X for a new
+                # fit's noise, so the validated pass is kept, as the defaults keep it
+                log.info("early_stopping='refit': %d or more users with 2 or more "
+                         "positives, as early_stopping='auto' validates: the validated "
+                         "model (best epoch %d) is kept, not trained again",
+                         EARLY_STOPPING_AUTO_USERS, self.best_epoch_)
+                self.refit_ = False
+            else:
+                self._refit(X, sample_weight, callback, features, first.monitor)
         return self
 
     def _refit(self, X, sample_weight, callback, features, monitor):
@@ -617,9 +634,7 @@ class WARPFactorizer(FactorRecommender):
                                       validation_seed=seed,
                                       validation_interval=record["validation_interval_"]))
             recordings.append(trainer.monitor.recorded)
-        # (where the defaults early-stop, they keep their validated peak: so does the refit)
-        agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()),
-                                  guard=not _validation.auto_early_stopping(matrix))
+        agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()))
         log.info("early_stopping='refit': %d validated pass(es); the mean score peaks "
                  "after %d epochs (%+.4g against %d epochs, standard error %.2g): training "
                  "again for %d epochs", len(recordings), agreement.peak, agreement.gain,
@@ -633,6 +648,7 @@ class WARPFactorizer(FactorRecommender):
         self.best_epoch_ = agreement.epochs
         self.validation_scores_ = list(agreement.scores)
         self.early_stopping_ = True
+        self.refit_ = True
 
     def _max_epochs(self):
         """The epochs of a fit with early stopping at most (``epochs`` resolved)."""

@@ -141,6 +141,14 @@ TUNE_REFIT_MARGIN = 1.2
 #: one configuration competes; its one-sided level is shared among the configurations
 #: scored (``warprec.tuning.switch_z``).
 TUNE_SWITCH_Z = 2.0
+#: ``tune(..., clock="work")``'s reference speed (``warprec._clock``), per thread: seconds
+#: per training sample, per scored or updated row times the dimension, per validation pair
+#: times the dimension, and per positive of a fit call's setup. Fitted by
+#: benchmarks/work_clock.py at one thread on the benchmarks' host (results/work_clock.md).
+WORK_SAMPLE_SECONDS = 1.2e-7
+WORK_ROW_SECONDS = 4.4e-10
+WORK_CHECK_SECONDS = 1.35e-10
+WORK_SETUP_SECONDS = 4.9e-7
 
 # ------------------------------------------------------------------ distributed training
 #: Seconds between the checks, while the workers of ``warprec.dask.fit`` train an epoch,

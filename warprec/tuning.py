@@ -32,15 +32,17 @@ import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from numbers import Real
 
 import numpy as np
 
 from . import _portfolio, _validation
-from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, validate_params
+from ._clock import WallClock, WorkClock, feature_rows
+from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, Options, validate_params
 from ._plan import check_params, resolve_epochs, training_input
 from ._state import draw_seed
+from ._threads import resolve_threads
 from ._trainer import (CompileWatch, compile_configuration, epoch_order, kernel_mode,
                        outgrows_cache)
 from ._defaults import FIRST_RUNG_EPOCHS, REDUCTION_FACTOR, TUNE_REFIT_MARGIN, TUNE_SWITCH_Z
@@ -171,7 +173,8 @@ class TuneResult:
         drawn from a dict without it), ``max_epochs`` (the rung's epoch cap), ``epochs_run``
         (epochs trained by this evaluation), ``epochs`` (the trial's best epoch count
         so far), ``score`` (the trial's best validation score so far), ``metric``
-        (``metric``, the same in every row), ``seconds`` (wall time of the evaluation)
+        (``metric``, the same in every row), ``seconds`` (the evaluation's seconds on the
+        budget's ``clock``)
         and ``status``: ``"stopped"`` (early stopping ended it: ``n_iter_no_change``
         epochs without a new best, or a continuation that did not beat the trial's
         earlier best; the trial is not continued), ``"capped"`` (it reached the rung's
@@ -186,6 +189,11 @@ class TuneResult:
         in the budget; no trial's time or estimate includes it.
     time_budget : float
         The budget given.
+    clock : str
+        The clock the budget was counted on (``"wall"`` or ``"work"``; see :func:`tune`).
+    budget_seconds : float
+        The seconds the call used on that clock: about ``elapsed_seconds`` on the wall
+        clock; on the work clock the counted work of the trials and the final fit.
     random_state : int
         The seed used (drawn at random when ``random_state=None`` was given).
     best_trial : int
@@ -202,6 +210,8 @@ class TuneResult:
     random_state: int
     best_trial: int = 0
     compile_seconds: float = 0.0
+    clock: str = "wall"
+    budget_seconds: float = 0.0
 
 
 def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None = None,
@@ -210,7 +220,8 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
          search_space: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
          max_epochs: int = 200, n_iter_no_change: int = 10,
          verbose: bool = False, user_features: FeatureData | None = None,
-         item_features: FeatureData | None = None) -> TuneResult:
+         item_features: FeatureData | None = None,
+         clock: Literal["wall", "work"] = "wall") -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
     A trial trains ``WARPFactorizer(**config, early_stopping=True,
@@ -335,6 +346,20 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         not train), with no zero-shot start; a given space must keep to losses ``"warp"``
         and ``"bpr"`` with one violator. The trials validate on held-out positives of
         known users and items (warm quality), not on new ones.
+    clock : {"wall", "work"}, default "wall"
+        What the budget counts. ``"wall"``: wall time, as described above. ``"work"``:
+        the work of the trials and of the final fit, counted from the training kernel's
+        own counts (per epoch: samples, scored negatives and updates times the
+        embedding dimension; per validation check: the pairs scored times the
+        dimension; per fit call: the positives of X) and turned into seconds at a fixed
+        reference speed per thread (``warprec._clock``; measured in
+        benchmarks/results/work_clock.md). Every decision is then made on that clock,
+        so the search does not depend on the machine's speed or load: with
+        ``n_threads=1``, the same X, seed and budget give the same trials and the same
+        choice on any machine, loaded or quiet. The wall time is then not bounded: it
+        is about ``time_budget`` on a quiet machine as fast as the reference, plus the
+        compilation (not counted), and longer on a slower or loaded one. With several
+        threads Hogwild's interleaving still varies the counts and scores a little.
 
     Returns
     -------
@@ -380,7 +405,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     except ValueError as exc:
         raise ValueError(str(exc).replace("validation_metric", "metric", 1)) from None
     validate_params(dict(validation_fraction=validation_fraction, max_epochs=max_epochs,
-                         n_iter_no_change=n_iter_no_change, verbose=verbose),
+                         n_iter_no_change=n_iter_no_change, verbose=verbose, clock=clock),
                     _TUNE_CONSTRAINTS)
     budget, fraction = float(time_budget), float(validation_fraction)
     max_epochs, patience = int(max_epochs), int(n_iter_no_change)
@@ -415,6 +440,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     except BaseException:
         progress.close()
         raise
+    budget_clock = WallClock() if clock == "wall" else WorkClock(resolve_threads(n_threads))
     # the budget counts from the call's start, compilation included (the call ends when
     # it said it would); no trial's time or estimate includes the compilation, done first
     # the zero-shot start (the default space only: a given space is searched as given):
@@ -430,8 +456,11 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         valid=_validation.select(matrix, held),
         refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
-        n_threads=n_threads, start=start, budget=budget, progress=progress)
-    search.compile_seconds = compile_seconds
+        n_threads=n_threads, clock=budget_clock,
+        start=start if budget_clock.counts_compilation else budget_clock.now(),
+        budget=budget, progress=progress)
+    # (on the work clock, compilation is no work: it does not count)
+    search.compile_seconds = compile_seconds if budget_clock.counts_compilation else 0.0
     try:
         search.run()
         best = search.best()
@@ -456,24 +485,24 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
             # longer when their validation still rose there; for as long as the budget
             # allows
             epochs = max(search.default_epochs, best.epochs)
-            model = _fit_until(WARPFactorizer(**best.params, epochs=epochs,
-                                              early_stopping=False, n_threads=n_threads,
-                                              random_state=seed),
-                               full, search.deadline, features)
+            model = search.fit_all(WARPFactorizer(**best.params, epochs=epochs,
+                                                  early_stopping=False, n_threads=n_threads,
+                                                  random_state=seed), until_deadline=True)
             best_params = dict(best.params, epochs=int(model.epochs), early_stopping=False)
         else:
             best_params = dict(best.params, epochs=int(best.epochs), early_stopping=False)
             search.progress.set_postfix_str(f"refit, best {metric} {best.score:.4f}")
-            model = WARPFactorizer(**best_params, n_threads=n_threads, random_state=seed)
-            model.fit(full, **features)
+            model = search.fit_all(WARPFactorizer(**best_params, n_threads=n_threads,
+                                                  random_state=seed))
         elapsed = time.perf_counter() - start
-        search.progress.update_to(time.perf_counter() - search.start)
+        used = search.now() - search.start     # (the budget's clock; = elapsed on the wall)
+        search.progress.update_to(used)
     finally:
         search.progress.close()
     trials = search.frame()
     log.info("tune: %d trial evaluations, best %s %.4f, %.2f s", len(trials), metric,
              best.score, elapsed)
-    suggested = f"A search needs at least about {_seconds(_suggested_budget(search, elapsed))} s"
+    suggested = f"A search needs at least about {_seconds(_suggested_budget(search, used))} s"
     if search.defaults_only_fit and search.refit:
         warnings.warn(
             f"time_budget={budget:g} s is too small for the default parameters' validated "
@@ -492,13 +521,13 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         warnings.warn(
             f"time_budget={budget:g} s was too small for a search: only the default "
             f"parameters were trained ({best.epochs} epochs in "
-            f"{search.trials[0].seconds:.2f} s){refit}, in {elapsed:.2f} s. {suggested} "
+            f"{search.trials[0].seconds:.2f} s){refit}, in {used:.2f} s. {suggested} "
             f"here.",
             WarprecWarning, stacklevel=2)
     return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
                       best_model=model, trials=trials, elapsed_seconds=elapsed,
                       time_budget=budget, random_state=seed, best_trial=best.index,
-                      compile_seconds=compile_seconds)
+                      compile_seconds=compile_seconds, clock=clock, budget_seconds=used)
 
 
 #: The estimator parameters that choose a fit's kernel variant (through
@@ -574,21 +603,6 @@ def _compile_search(matrix, space, n_threads, seed, metric, fraction, progress, 
     return seconds
 
 
-def _fit_until(model, X, deadline, features):
-    """Fit ``model`` (its ``epochs`` at most; with the side ``features``, keyword
-    arguments of ``fit``) until the next epoch, at the median wall time of the epochs so
-    far, would end after ``deadline``; ``epochs`` is set to the epochs trained."""
-    marks = [time.perf_counter()]
-
-    def callback(fitted, info):
-        marks.append(time.perf_counter())
-        return marks[-1] + float(np.median(np.diff(marks))) <= deadline
-
-    model.fit(X, callback=callback, **features)
-    model.set_params(epochs=int(model.epochs_done_))
-    return model
-
-
 # ---------------------------------------------------------------------- the search
 class _Trial:
     """One configuration and its training state."""
@@ -616,7 +630,7 @@ class _Search:
     """State of one :func:`tune` call's successive halving."""
 
     def __init__(self, *, first, full, features, train, valid, refit, space, seed, metric,
-                 fraction, max_epochs, patience, n_threads, start, budget, progress):
+                 fraction, max_epochs, patience, n_threads, clock, start, budget, progress):
         from .model import WARPFactorizer
 
         self.first = list(first)     # the zero-shot start, drawn before any random draw
@@ -628,7 +642,10 @@ class _Search:
         self.interval = 1 if refit else "auto"
         self.space, self.seed, self.metric = space, seed, metric
         self.fraction, self.patience, self.n_threads = fraction, patience, n_threads
+        self.clock = clock
         self.start, self.deadline, self.progress = start, start + budget, progress
+        # the pairs a validation check scores: every item for each validated user
+        self.checked_pairs = float(np.count_nonzero(np.diff(valid.indptr))) * valid.shape[1]
         self.rungs = _rungs(max_epochs)
         self.per_bracket = REDUCTION_FACTOR ** (len(self.rungs) - 1)
         self.keep_models = max(1, math.ceil(self.per_bracket / REDUCTION_FACTOR))
@@ -666,7 +683,7 @@ class _Search:
 
     # ---- timing
     def now(self):
-        return time.perf_counter()
+        return self.clock.now()
 
     def refit_seconds(self, trial):
         """Estimated seconds of the final refit if ``trial`` is the best (none on large
@@ -724,6 +741,28 @@ class _Search:
 
     def loss(self, params):
         return params.get("loss", self.default_loss)
+
+    def fit_all(self, model, until_deadline=False):
+        """Fit ``model`` on all of X (with the side features), counted on the clock; with
+        ``until_deadline``, only until the next epoch, at the median time of the epochs so
+        far, would end after the deadline (``epochs`` is then set to the epochs trained)."""
+        clock = self.clock
+        marks = [clock.now()]
+        clock.start_fit(self.train.nnz + self.valid.nnz)
+        rows: list[float] = []
+
+        def callback(fitted, info):
+            if not rows:
+                rows.append(feature_rows(fitted))
+            clock.epoch(info, int(fitted.n_components), rows[0], 0.0)
+            marks.append(clock.now())
+            return not until_deadline or \
+                marks[-1] + float(np.median(np.diff(marks))) <= self.deadline
+
+        model.fit(self.full, callback=callback, **self.features)
+        if until_deadline:
+            model.set_params(epochs=int(model.epochs_done_))
+        return model
 
     # ---- the halving
     def run(self):
@@ -860,16 +899,20 @@ class _Search:
         train_seconds = []
         cut = []
         checks = []                  # (epochs trained, validation score) of this call
+        rows: list[float] = []       # the model's feature rows per item, once known
 
         def callback(model, info):
+            if not rows:
+                rows.append(feature_rows(model))
+            train_seconds.append(self.clock.epoch(info, int(model.n_components), rows[0],
+                                                  self.checked_pairs))
             now = self.now()
             marks.append(now)
-            train_seconds.append(info["seconds"])
             if "validation" in info:
                 checks.append((model.epochs_done_, info["validation"]))
             self.progress.update_to(now - self.start)
             if trial.index == 0 and rung == 0 and len(marks) == 3 \
-                    and not self.affords_defaults(marks[2] - marks[1], info["seconds"]):
+                    and not self.affords_defaults(marks[2] - marks[1], train_seconds[-1]):
                 cut.append(True)
                 self.out_of_time = self.defaults_only_fit = True
                 return False
@@ -885,6 +928,7 @@ class _Search:
 
         continuing = trial.model is not None
         status = None
+        self.clock.start_fit(self.train.nnz + self.valid.nnz)
         try:
             # (the estimator's own hold-out, the same for every trial: train and valid)
             if continuing:
@@ -1135,6 +1179,7 @@ _TUNE_CONSTRAINTS = {
     "max_epochs": [POSITIVE_INT],
     "n_iter_no_change": [POSITIVE_INT],
     "verbose": ["boolean"],
+    "clock": [Options(["wall", "work"])],
 }
 
 
@@ -1233,7 +1278,7 @@ def _seconds(value):
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _suggested_budget(search, elapsed):
+def _suggested_budget(search, used):
     """The defaults' validated fit (this call's time after compilation if longer) plus
     two first-rung trials and their share of later rungs, at the defaults trial's
     speed."""
@@ -1242,7 +1287,7 @@ def _suggested_budget(search, elapsed):
     validated = search.setup() + per_epoch * search.default_epochs + search.refit_estimate(
         defaults.train_seconds_per_epoch or 0.0, search.default_epochs)
     first = search.setup() + per_epoch * search.rungs[0]
-    searched = elapsed - search.compile_seconds
+    searched = used - search.compile_seconds
     return max(searched, validated) + 2 * first + search.later_rungs_seconds(2, per_epoch)
 
 

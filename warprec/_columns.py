@@ -77,7 +77,7 @@ def find_column(df: pd.DataFrame, role: str, spec: str | int | bool | None,
     """
     optional = role in ("rating", "timestamp")
     arg = _ARG_OF[role]
-    columns = list(df.columns)
+    columns: list[Hashable] = list(df.columns)
     if spec is False:
         if not optional:
             raise ValueError(f"{arg}=False is only allowed for rating_col/timestamp_col.")
@@ -141,7 +141,8 @@ def id_columns(df: pd.DataFrame, user_col: str | int | None, item_col: str | int
     if given (names, or 0-based positions), else detected as :func:`standardize` detects
     them (the names of :data:`ALIASES`, any case; the first two columns of a frame whose
     labels are 0, 1, ...). KeyError when one is missing or both are the same column."""
-    positional = list(df.columns) == list(range(df.shape[1]))
+    labels: list[Hashable] = list(df.columns)
+    positional = labels == list(range(df.shape[1]))
     user = find_column(df, "user_id", user_col, positional, source)
     item = find_column(df, "item_id", item_col, positional, source)
     if user == item:
@@ -159,9 +160,10 @@ def standardize(df: pd.DataFrame, cols: Mapping[str, str | int | bool | None], s
     ``header`` is None for a DataFrame given by the user, else whether the file it was
     read from had a header line (a headerless read is taken positionally).
     """
+    labels: list[Hashable] = list(df.columns)
     positional = (header is False) or (
-        header is None and list(df.columns) == list(range(df.shape[1])))
-    chosen = {}
+        header is None and labels == list(range(df.shape[1])))
+    chosen: dict[str, Hashable] = {}
     # explicitly named columns first, then the detected / positional defaults
     roles = sorted(CANONICAL_COLUMNS, key=lambda r: cols[_ARG_OF[r]] is None)
     for role in roles:
@@ -176,7 +178,7 @@ def standardize(df: pd.DataFrame, cols: Mapping[str, str | int | bool | None], s
                            f"pass user_col=, item_col=, rating_col=, timestamp_col= "
                            f"explicitly.")
         chosen[role] = label
-    out = {}
+    out: dict[str, pd.Series | NDArray[Any]] = {}
     for role in ("user_id", "item_id"):
         out[role] = normalize_ids(df[chosen[role]], role, source, header)
     if "rating" in chosen:

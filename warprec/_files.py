@@ -21,6 +21,7 @@ import lzma
 import os
 import zipfile
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 
@@ -60,7 +61,7 @@ def check_path(path: str | os.PathLike[str], allow_dir: bool = False) -> Path:
     return p
 
 
-def _open_bytes(path: Path) -> io.BufferedIOBase:
+def _open_bytes(path: Path) -> io.BufferedIOBase | IO[bytes]:
     """Open ``path`` for binary reading, transparently decompressing by suffix."""
     suffix = path.suffix.lower()
     if suffix == ".gz":

@@ -46,7 +46,7 @@ def order_key(values: pd.Series) -> NDArray[np.int64] | NDArray[np.floating[Any]
 
 
 def rank_within_user(user_codes: NDArray[np.int64], n_users: int,
-                     *keys: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+                     *keys: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """0-based rank of each row within its user when sorted by ``keys`` (last key is
     the primary sort key among the given ones, as in :func:`numpy.lexsort`; ties keep
     row order), plus the user's row count for every row.
@@ -57,7 +57,7 @@ def rank_within_user(user_codes: NDArray[np.int64], n_users: int,
         The user of each row, in ``[0, n_users)``.
     n_users : int
         Number of users.
-    *keys : array_like
+    *keys : ndarray
         Sort keys, one value per row.
     """
     n = len(user_codes)

@@ -136,7 +136,7 @@ def sparsity_pattern(csr: sp.csr_matrix) -> sp.csr_matrix:
                          shape=csr.shape)
 
 
-def _warn_on_overlap(test, train):
+def _warn_on_overlap(test: sp.csr_matrix, train: sp.csr_matrix | None) -> None:
     if train is None or test.nnz == 0 or train.nnz == 0:
         return
     overlap = sparsity_pattern(test).multiply(sparsity_pattern(train)).count_nonzero()
@@ -147,13 +147,14 @@ def _warn_on_overlap(test, train):
             WarprecWarning, stacklevel=3)
 
 
-def _discount_table(k, n_items, counts):
+def _discount_table(k: int, n_items: int, counts: NDArray[np.int64]) -> NDArray[np.float64]:
     """1 / log2(pos + 2) for every position a ranking or an ideal ranking can use."""
     length = min(k, max(n_items, int(counts.max(initial=0))))
     return 1.0 / np.log2(np.arange(length, dtype=np.float64) + 2.0)
 
 
-def _ideal_graded_dcg(test_rows, k, discounts):
+def _ideal_graded_dcg(test_rows: sp.csr_matrix, k: int,
+                      discounts: NDArray[np.float64]) -> NDArray[np.float64]:
     """Per-row ideal exponential-gain DCG@k of the stored gains (vectorised)."""
     n_rows = test_rows.shape[0]
     row_of = np.repeat(np.arange(n_rows), np.diff(test_rows.indptr))
@@ -162,7 +163,9 @@ def _ideal_graded_dcg(test_rows, k, discounts):
     kept = position < min(k, discounts.shape[0])
     terms = (np.exp2(test_rows.data[order][kept].astype(np.float64)) - 1.0) \
         * discounts[position[kept]]
-    return np.bincount(row_of[order][kept], weights=terms, minlength=n_rows)
+    # (numpy's stubs type every bincount as intp; with float64 weights it is float64)
+    return np.asarray(np.bincount(row_of[order][kept], weights=terms, minlength=n_rows),
+                      dtype=np.float64)
 
 
 def per_user_values(user_factors: NDArray[np.float32], item_factors: NDArray[np.float32],
@@ -208,7 +211,9 @@ def per_user_values(user_factors: NDArray[np.float32], item_factors: NDArray[np.
     return values
 
 
-def _summarise(values, users, chosen, k, per_user, user_ids=None):
+def _summarise(values: NDArray[np.float64], users: NDArray[np.int64], chosen: Iterable[str],
+               k: int, per_user: bool, user_ids: ArrayLike | None = None
+               ) -> dict[str, float | int] | pd.DataFrame:
     columns = {metric_key(name, k): values[:, KERNEL_COLUMN[name]] for name in chosen}
     if per_user:
         index = users if user_ids is None else np.asarray(user_ids)[users]
@@ -221,7 +226,7 @@ def _summarise(values, users, chosen, k, per_user, user_ids=None):
     return result
 
 
-def _mean(values):
+def _mean(values: NDArray[np.float64]) -> float:
     """The mean of float64 ``values``: their exactly rounded sum (:func:`math.fsum`) over
     their number. It does not depend on the order of the values or on how they are
     grouped, so :func:`warprec.dask.evaluate`, which adds up the exact partial sums of

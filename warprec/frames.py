@@ -11,8 +11,11 @@ frame and never modifies its input.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from ._columns import CANONICAL_COLUMNS, MIN_RATING_ATTR, require_columns, standardize
 from ._grouping import order_key, pair_codes
@@ -174,8 +177,8 @@ def deduplicate(df: pd.DataFrame, how: str = "last") -> pd.DataFrame:
             out["timestamp"] = latest.loc[pair[keep_pos]].to_numpy()
         return out
     # sort so that the row to keep comes last (or first) within each pair, stably
-    keys = [pos]
-    if has_ts:
+    keys: list[NDArray[Any]] = [pos]
+    if ts is not None:  # (has_ts)
         keys.append(ts)
     if how == "max":
         keys.append(df["rating"].to_numpy())

@@ -133,9 +133,9 @@ class Interactions:
                     f"(e.g. positives(df, min_rating=...)) or transform the weights.")
         rows, uids = _map_ids(users, user_ids, "user_ids", "user")
         cols, iids = _map_ids(items, item_ids, "item_ids", "item")
-        bad = (rows < 0) | (cols < 0)
-        if bad.any():
-            n_bad = int(bad.sum())
+        unmapped = (rows < 0) | (cols < 0)
+        if unmapped.any():
+            n_bad = int(unmapped.sum())
             if unknown == "error":
                 parts = []
                 if (rows < 0).any():
@@ -149,7 +149,7 @@ class Interactions:
             warnings.warn(f"Interactions.from_frame dropped {n_bad} of {len(df)} rows "
                           f"whose user or item id is not in the given id maps.",
                           WarprecWarning, stacklevel=2)
-            keep = ~bad
+            keep = ~unmapped
             rows, cols, weights = rows[keep], cols[keep], weights[keep]
         matrix = sp.csr_matrix((weights, (rows, cols)), shape=(len(uids), len(iids)),
                                dtype=np.float64)
@@ -292,9 +292,9 @@ def _map_ids(values: pd.Series, given: ArrayLike | None, what: str,
     """Return (codes, id array); codes are -1 for values not in ``given``."""
     if given is None:
         codes, uniques = pd.factorize(values, sort=True)
-        uniques = np.asarray(uniques)
-        ids = uniques.astype(np.int64) if uniques.dtype.kind in "iu" \
-            else uniques.astype(object)
+        unique_ids = np.asarray(uniques)
+        ids = unique_ids.astype(np.int64) if unique_ids.dtype.kind in "iu" \
+            else unique_ids.astype(object)
         return codes.astype(np.int64), ids
     ids = _id_array(given, what)
     return IdMap(ids).indexer(values), ids
@@ -330,6 +330,7 @@ def _lookup(id_map: IdMap, raw_ids: ArrayLike, what: str) -> NDArray[np.int64]:
 
 def _clean_csr(X: sp.spmatrix | sp.sparray | ArrayLike) -> sp.csr_matrix:
     """CSR float32 copy with summed duplicates, sorted indices and no explicit zeros."""
+    m: sp.csr_matrix   # float64, then float32
     if sp.issparse(X):
         # values become float64 before duplicates are summed (int8 100 + 100 wraps)
         coo = sp.coo_matrix(X)

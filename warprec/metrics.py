@@ -33,7 +33,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -81,12 +81,12 @@ _DCG_FORMS = ("exponential", "linear", "classic")
 # Argument handling for the single-query functions
 # ----------------------------------------------------------------------------
 
-def _cutoff(k):
+def _cutoff(k: object) -> int | None:
     """``None`` (no cut-off) or a validated positive int."""
     return None if k is None else check_k(k)
 
 
-def _item_list(values, name):
+def _item_list(values: object, name: str) -> list[Hashable]:
     """A collection of item ids as a Python list; rejects scalars, strings, mappings,
     non-1-D arrays and unhashable ids."""
     if isinstance(values, np.ndarray):
@@ -106,7 +106,7 @@ def _item_list(values, name):
     return items
 
 
-def _ranked_list(ranked):
+def _ranked_list(ranked: object) -> list[Hashable]:
     """The ranked item ids as a Python list; rejects bad input and duplicates."""
     items = _item_list(ranked, "ranked")
     if len(set(items)) != len(items):
@@ -114,7 +114,7 @@ def _ranked_list(ranked):
     return items
 
 
-def _is_gain_pair(relevant):
+def _is_gain_pair(relevant: object) -> TypeGuard[tuple[Any, Any]]:
     """True for a pair (item_ids, gains) of equal-length sequences."""
     if not isinstance(relevant, tuple) or len(relevant) != 2:
         return False
@@ -123,7 +123,7 @@ def _is_gain_pair(relevant):
                for part in (first, second)) and len(first) == len(second)
 
 
-def _check_gain(gain, item):
+def _check_gain(gain: object, item: Hashable) -> float:
     if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, numbers.Real):
         raise TypeError(f"the gain of item {item!r} must be a real number (got {gain!r})")
     if not math.isfinite(gain) or gain < 0:
@@ -131,8 +131,9 @@ def _check_gain(gain, item):
     return float(gain)
 
 
-def _gain_map(relevant):
+def _gain_map(relevant: object) -> dict[Hashable, float]:
     """Relevant items as a dict item -> gain (1.0 for a plain collection)."""
+    pairs: Iterable[tuple[Any, Any]]
     if isinstance(relevant, Mapping):
         pairs = relevant.items()
     elif _is_gain_pair(relevant):
@@ -151,12 +152,12 @@ def _gain_map(relevant):
     return {item: _check_gain(gain, item) for item, gain in pairs}
 
 
-def _relevant_set(relevant):
+def _relevant_set(relevant: object) -> set[Hashable]:
     """The set of relevant items (graded input: the items with a positive gain)."""
     return {item for item, gain in _gain_map(relevant).items() if gain > 0}
 
 
-def _hit_flags(ranked, relevant, k):
+def _hit_flags(ranked: object, relevant: object, k: object) -> tuple[list[bool], int]:
     """Hit indicators (list of bool) of the first k ranked items, and |relevant|."""
     items = _ranked_list(ranked)
     relevant_items = _relevant_set(relevant)
@@ -356,12 +357,12 @@ def hit_rate_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = 
 # DCG / NDCG
 # ----------------------------------------------------------------------------
 
-def _check_form(form):
+def _check_form(form: object) -> None:
     if form not in _DCG_FORMS:
         raise ValueError(f"form must be one of {_DCG_FORMS} (got {form!r})")
 
 
-def _as_real_vector(values, name):
+def _as_real_vector(values: object, name: str) -> NDArray[np.float64]:
     """A 1-D float64 array of real numbers (bools count as 0/1), or a clear error."""
     if values is None or isinstance(values, (str, bytes, Mapping)):
         raise TypeError(
@@ -380,7 +381,8 @@ def _as_real_vector(values, name):
     return array.astype(np.float64)
 
 
-def _as_gain_vector(gains, name, allow_negative=True):
+def _as_gain_vector(gains: object, name: str,
+                    allow_negative: bool = True) -> NDArray[np.float64]:
     array = _as_real_vector(gains, name)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite (got NaN or infinite gains)")
@@ -389,7 +391,7 @@ def _as_gain_vector(gains, name, allow_negative=True):
     return array
 
 
-def _dcg(gains, form):
+def _dcg(gains: NDArray[np.float64], form: str) -> float:
     """DCG of a gain vector (already truncated), float64."""
     positions = np.arange(1, gains.shape[0] + 1, dtype=np.float64)
     if form == "classic":
@@ -498,7 +500,7 @@ def ndcg_at_k(ranked: RankedItems, relevant: RelevantItems, k: int | None = None
 # AUC
 # ----------------------------------------------------------------------------
 
-def _as_mask(mask, n, name):
+def _as_mask(mask: object, n: int, name: str) -> NDArray[np.bool_]:
     if mask is None or isinstance(mask, (str, bytes, Mapping)):
         raise TypeError(f"{name} must be a boolean (or 0/1) mask (got {type(mask).__name__})")
     try:
@@ -564,7 +566,8 @@ def auc(scores: ArrayLike, relevant_mask: ArrayLike,
 # Kendall's tau
 # ----------------------------------------------------------------------------
 
-def _as_ranking_pair(ranking_a, ranking_b):
+def _as_ranking_pair(ranking_a: object, ranking_b: object
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     first = _as_real_vector(ranking_a, "the first ranking")
     second = _as_real_vector(ranking_b, "the second ranking")
     if first.shape != second.shape:
@@ -576,7 +579,7 @@ def _as_ranking_pair(ranking_a, ranking_b):
     return first, second
 
 
-def _pair_weights(weights, n):
+def _pair_weights(weights: PairWeights, n: int) -> NDArray[np.float64]:
     """Weights w_uv for u < v as an (n, n) matrix whose upper triangle is used."""
     if callable(weights):
         matrix = np.zeros((n, n))
@@ -602,7 +605,8 @@ def _pair_weights(weights, n):
     return matrix
 
 
-def _weighted_sign_agreement(first, second, weights):
+def _weighted_sign_agreement(first: NDArray[np.float64], second: NDArray[np.float64],
+                             weights: PairWeights) -> tuple[float, float]:
     """(sum_{u<v} w_uv sgn(a_u-a_v) sgn(b_u-b_v), sum_{u<v} w_uv)."""
     n = first.shape[0]
     upper_u, upper_v = np.triu_indices(n, 1)
@@ -612,7 +616,7 @@ def _weighted_sign_agreement(first, second, weights):
     return float(np.sum(w * agreement)), float(np.sum(w))
 
 
-def _tie_pairs(values):
+def _tie_pairs(values: NDArray[np.float64]) -> int:
     """Number of unordered pairs with equal values."""
     _, counts = np.unique(values, return_counts=True)
     return int(np.sum(counts * (counts - 1) // 2))
@@ -706,14 +710,14 @@ def weighted_kendall_tau(pi: ArrayLike, pi_star: ArrayLike,
 # Expected rank utility
 # ----------------------------------------------------------------------------
 
-def _check_eru_params(d, alpha):
+def _check_eru_params(d: object, alpha: object) -> None:
     if not isinstance(d, numbers.Real) or not math.isfinite(d):
         raise ValueError(f"d must be a finite number (got {d!r})")
     if not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha <= 1:
         raise ValueError(f"alpha (the half-life) must be a finite number > 1 (got {alpha!r})")
 
 
-def _eru(gains, d, alpha):
+def _eru(gains: NDArray[np.float64], d: float, alpha: float) -> float:
     positions = np.arange(gains.shape[0], dtype=np.float64)
     weights = np.exp2(-positions / (alpha - 1.0))
     return float(np.sum(weights * np.maximum(gains - d, 0.0)))

@@ -322,7 +322,7 @@ def read_features(path: str | os.PathLike[str], kind: str = "item", *,
                        f"{show(frame.columns)}).")
     if not keep:
         raise ValueError(f"'{p}' has no feature column besides its id and title.")
-    ids = frame[id_col].str.strip()
+    ids: pd.Series = frame[id_col].str.strip()
     numeric = pd.to_numeric(ids, errors="coerce")
     if numeric.notna().all() and (numeric == np.round(numeric)).all():
         ids = numeric.astype(np.int64)
@@ -422,13 +422,13 @@ def _is_parquet(p: Path, kind: str) -> bool:
 
 
 def _read_delimited(p: Path, sep: str, header: bool, enc: str) -> pd.DataFrame:
-    common = {"header": 0 if header else None, "encoding": enc, "low_memory": False}
+    head = 0 if header else None
     if sep == "::":
         # "::" is read as ":" by the fast C parser; fields then sit at even positions
         # and the odd positions are empty. Fall back to the slow parser if a field
         # itself contains ":".
         try:
-            raw = pd.read_csv(p, sep=":", **common)
+            raw = pd.read_csv(p, sep=":", header=head, encoding=enc, low_memory=False)
         except pd.errors.ParserError:
             raw = None
         if raw is not None:
@@ -440,12 +440,10 @@ def _read_delimited(p: Path, sep: str, header: bool, enc: str) -> pd.DataFrame:
                 else:
                     out.columns = range(out.shape[1])
                 return out
-        return pd.read_csv(p, sep="::", engine="python", header=0 if header else None,
-                           encoding=enc)
+        return pd.read_csv(p, sep="::", engine="python", header=head, encoding=enc)
     if len(sep) > 1 and sep != r"\s+":
-        return pd.read_csv(p, sep=sep, engine="python", header=0 if header else None,
-                           encoding=enc)
-    return pd.read_csv(p, sep=sep, **common)
+        return pd.read_csv(p, sep=sep, engine="python", header=head, encoding=enc)
+    return pd.read_csv(p, sep=sep, header=head, encoding=enc, low_memory=False)
 
 
 def _parse_titles(p: Path, text: str, lines: list[str],
@@ -453,7 +451,8 @@ def _parse_titles(p: Path, text: str, lines: list[str],
     """(ids, titles) of a titles file in one of the layouts of :func:`read_item_titles`."""
     if "::" in first:
         start = 0 if _is_number(first.split("::")[0]) else 1
-        ids, titles = [], []
+        ids: list[str] = []
+        titles: list[Hashable] = []
         for n, ln in enumerate(lines[start:], start=start + 1):
             parts = ln.split("::")
             if len(parts) < 2:

@@ -53,7 +53,7 @@ __all__ = ["SEARCH_SPACE", "WARP_SEARCH_SPACE", "CCL_SEARCH_SPACE", "FEATURE_SEA
            "REDUCTION_FACTOR", "TuneResult", "tune"]
 
 if TYPE_CHECKING:
-    from ._typing import FeatureData, InteractionData, RandomState
+    from ._typing import ConstraintSpec, FeatureData, InteractionData, RandomState
 
 log = logging.getLogger(__name__)
 
@@ -1170,7 +1170,7 @@ def _in_space(params, space):
 
 #: The allowed values of :func:`tune`'s own arguments (see
 #: :func:`warprec._inputs.validate_params`).
-_TUNE_CONSTRAINTS = {
+_TUNE_CONSTRAINTS: dict[str, Sequence[ConstraintSpec]] = {
     "time_budget": [Interval(Real, 0, None, closed="neither",
                              text="a finite number of seconds > 0")],
     "n_threads": [None, POSITIVE_INT],

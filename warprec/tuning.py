@@ -32,7 +32,7 @@ import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from numbers import Real
 
 import numpy as np
@@ -411,9 +411,10 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     max_epochs, patience = int(max_epochs), int(n_iter_no_change)
 
     matrix, user_ids, item_ids = training_input(X)
-    features = {name: value for name, value in (("user_features", user_features),
-                                                 ("item_features", item_features))
-                if value is not None}
+    features: dict[str, Any] = {
+        name: value for name, value in (("user_features", user_features),
+                                        ("item_features", item_features))
+        if value is not None}
     default_space = FEATURE_SEARCH_SPACE if features else SEARCH_SPACE
     space = _check_space(default_space if search_space is None else search_space,
                          matrix.shape[1])
@@ -428,7 +429,7 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
                          f"positives, and about 1 / validation_fraction for one held out). "
                          f"Raise validation_fraction or tune on more data.")
     full: Any
-    if user_ids is not None:
+    if user_ids is not None and item_ids is not None:   # (both or neither)
         from .data import Interactions
         full = Interactions(matrix, user_ids, item_ids)
     else:
@@ -639,7 +640,7 @@ class _Search:
         self.full, self.train, self.valid, self.refit = full, train, valid, refit
         # large data: the estimator's checks (every validation_interval_ epochs); small
         # data, where checks are cheap and the epoch of the refit matters: every epoch
-        self.interval = 1 if refit else "auto"
+        self.interval: int | Literal["auto"] = 1 if refit else "auto"
         self.space, self.seed, self.metric = space, seed, metric
         self.fraction, self.patience, self.n_threads = fraction, patience, n_threads
         self.clock = clock
@@ -1186,7 +1187,7 @@ _TUNE_CONSTRAINTS: dict[str, Sequence[ConstraintSpec]] = {
 def _resolve_seed(random_state):
     """A seed from ``random_state`` (checked: None, an integer >= 0 or a Generator)."""
     if random_state is None:
-        return int(np.random.SeedSequence().entropy) % 2**32
+        return int(cast(int, np.random.SeedSequence().entropy)) % 2**32
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**32))
     return int(random_state)
@@ -1252,7 +1253,8 @@ def _check_sub_space(space, n_items, where):
                             f"('log-uniform', low, high); got {spec!r}.")
         for value, loss in itertools.product(values, [None] if name == "loss" else losses):
             try:
-                model = WARPFactorizer(**{"loss": loss, name: value} if loss else {name: value})
+                params: dict[str, Any] = {"loss": loss, name: value} if loss else {name: value}
+                model = WARPFactorizer(**params)
                 check_params(model.get_params())
                 if name == "rank_weighting":
                     resolve_rank_weighting(value, n_items, k=model.k,

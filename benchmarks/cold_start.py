@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cold_start.py                  # every case, seeds 0 and 1
     .venv/bin/python benchmarks/cold_start.py --case ml100k-users --seeds 1
+    .venv/bin/python benchmarks/cold_start.py --normalizations none,side,row --seeds 3
 
 Cases (positives: ratings >= 4):
 
@@ -30,6 +31,12 @@ quality the features must not lower), popularity and, for items, feature popular
 the identity feature's 1 (``feature_weight``); the warm and cold NDCG@10 of each ``w`` are
 reported beside the plain model's warm score (``cold_start_weights.jsonl``; ``w = 1`` is
 warprec's default hybrid model).
+
+``--normalizations none,side,row`` (at ``--weights``, default 1) measures
+``feature_normalization`` the same way (``cold_start_normalization.jsonl``), its cold
+scores also over LightFM's best of the same seeds (from ``cold_start.jsonl``; LightFM
+always fits the rows as given, identity columns included). ``--first-seed 2 --seeds 1``
+adds seed 2.
 
 Writes ``benchmarks/results/cold_start.md`` (the tables) and ``cold_start.jsonl`` (runs).
 """
@@ -264,29 +271,35 @@ def normalization_report(runs, lightfm):
     """The table of ``--normalizations``: per case and variant, warm / cold NDCG@10 and
     the cold score over LightFM's best (``lightfm``: case -> seed -> its best cold
     score, from the main runs; the mean over the seeds both have)."""
-    frame = pd.DataFrame(runs)
     variants = list(dict.fromkeys(k for r in runs for k in r["weights"]))
     lines = ["## Feature-row normalisation", "",
              "`benchmarks/cold_start.py --normalizations ... --weights ...`: warm / cold "
-             "NDCG@10 (the mean over seeds) and, below it, cold over LightFM's best (the "
+             "NDCG@10 (the mean over seeds) and, in brackets, cold over LightFM's best (the "
              "mean of LightFM's best over the same seeds). `none 1.0` is the hybrid model "
              "before normalisation; `side`: the given features of a row scaled to sum "
              "`w`; `row`: the whole row, indicator included, to sum 1 (LightFM's "
              "`Dataset`).", "",
              "| case | seeds | plain warm | " + " | ".join(variants) + " |",
              "|---|---|---|" + "---|" * len(variants)]
-    for case, rows in frame.groupby("case", sort=False):
-        rows = rows.drop_duplicates("seed", keep="last")
-        seeds = [s for s in rows["seed"] if s in lightfm.get(case, {})]
-        lfm = np.mean([lightfm[case][s] for s in seeds]) if seeds else float("nan")
+    merged: dict = {}   # case -> seed -> the latest run's plain score and every variant
+    for r in runs:
+        if r["seed"] in lightfm.get(r["case"], {}):
+            at = merged.setdefault(r["case"], {}).setdefault(r["seed"], dict(weights={}))
+            at["plain_warm"] = r["plain_warm"]
+            at["weights"].update(r["weights"])
+    for case, seeds in merged.items():
+        lfm = np.mean([lightfm[case][s] for s in seeds])
         cells = []
         for v in variants:
-            have = [r[v] for r in rows["weights"] if v in r]
+            have = [at["weights"][v] for at in seeds.values() if v in at["weights"]]
+            if len(have) < len(seeds):
+                cells.append("")
+                continue
             warm = np.mean([h["warm"] for h in have])
             cold = np.mean([h["cold"] for h in have])
             cells.append(f"{warm:.4f} / {cold:.4f} ({cold / lfm:.3f}x)")
-        lines.append(f"| {case} | {len(rows)} | {rows['plain_warm'].mean():.4f} | "
-                     + " | ".join(cells) + " |")
+        plain = np.mean([at["plain_warm"] for at in seeds.values()])
+        lines.append(f"| {case} | {len(seeds)} | {plain:.4f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

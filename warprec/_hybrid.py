@@ -58,7 +58,7 @@ def weigh(model, matrix, indicator):
     n = matrix.shape[0]
     has = np.broadcast_to(np.asarray(indicator, dtype=bool), (n,))
     w = float(model.feature_weight_)
-    mode = model.feature_normalization_
+    mode = getattr(model, "feature_normalization_", "none")   # (pickled before it existed)
     if mode == "none":
         return matrix * np.float32(w), has.astype(np.float64)
     s = np.asarray(abs(matrix).sum(axis=1), dtype=np.float64).ravel()

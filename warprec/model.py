@@ -337,14 +337,16 @@ class WARPFactorizer(FactorRecommender):
         With side features: how each entity's feature row is scaled, with ``x`` its given
         features' values (as encoded), ``s = sum(|x|)`` and ``w = feature_weight``.
         ``"none"``: ``w x`` beside the indicator's 1. ``"side"``: ``w x / s``, so that the
-        given features weigh ``w`` in total, one shared by few features as much as four
-        shared by many. ``"row"``: the whole row sums to 1, ``(1, w x) / (1 + w s)``
+        given features weigh ``w`` in total, as much for an entity with one feature as
+        for one with four. ``"row"``: the whole row sums to 1, ``(1, w x) / (1 + w s)``
         with the indicator and ``x / s`` without (LightFM's ``Dataset`` normalises rows
         this way by default). A row without given features keeps its indicator's 1. The
         same rule encodes rows given later (``partial_fit``, ``predict``,
         ``recommend``, the embeddings): a new entity has no indicator, so under
-        ``"row"`` its given features sum to 1. Measured in
-        benchmarks/results/cold_start.md. The value used is ``feature_normalization_``
+        ``"row"`` its given features sum to 1. Either scaling drops how many features a
+        row has, which can carry signal (a movie's number of genres predicts its
+        popularity on MovieLens, where both lose cold items; measured in
+        benchmarks/results/cold_start.md). The value used is ``feature_normalization_``
         (saved with the model).
 
     Attributes

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cold_start.py                  # every case, seeds 0 and 1
     .venv/bin/python benchmarks/cold_start.py --case ml100k-users --seeds 1
+    .venv/bin/python benchmarks/cold_start.py --normalizations none,side,row --seeds 3
 
 Cases (positives: ratings >= 4):
 
@@ -30,6 +31,12 @@ quality the features must not lower), popularity and, for items, feature popular
 the identity feature's 1 (``feature_weight``); the warm and cold NDCG@10 of each ``w`` are
 reported beside the plain model's warm score (``cold_start_weights.jsonl``; ``w = 1`` is
 warprec's default hybrid model).
+
+``--normalizations none,side,row`` (at ``--weights``, default 1) measures
+``feature_normalization`` the same way (``cold_start_normalization.jsonl``), its cold
+scores also over LightFM's best of the same seeds (from ``cold_start.jsonl``; LightFM
+always fits the rows as given, identity columns included). ``--first-seed 2 --seeds 1``
+adds seed 2.
 
 Writes ``benchmarks/results/cold_start.md`` (the tables) and ``cold_start.jsonl`` (runs).
 """
@@ -211,9 +218,10 @@ def run(case, seed, threads):
                 baseline_cold=baseline, lightfm_best=best, lightfm_points=points)
 
 
-def weight_grid(case, seed, threads, weights):
+def weight_grid(case, seed, threads, weights, normalizations=("none",)):
     """Warm and cold NDCG@10 with the side features weighted ``w`` against the identity
-    feature (``WARPFactorizer(feature_weight=w)``), for each ``w`` of ``weights``."""
+    feature (``WARPFactorizer(feature_weight=w)``), for each ``w`` of ``weights`` (and
+    each ``feature_normalization`` of ``normalizations``: then keyed ``"norm w"``)."""
     from warprec import WARPFactorizer
     from warprec.evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
 
@@ -229,12 +237,13 @@ def weight_grid(case, seed, threads, weights):
         warnings.simplefilter("ignore")   # test rows of entities only the other side has
         plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(train)
         out = dict(case=case, seed=seed, weights={}, plain_warm=warm(plain))
-        for w in weights:
-            model = WARPFactorizer(n_threads=threads, random_state=seed,
-                                   feature_weight=w).fit(
+        for norm, w in itertools.product(normalizations, weights):
+            model = WARPFactorizer(n_threads=threads, random_state=seed, feature_weight=w,
+                                   feature_normalization=norm).fit(
                 train, **{f"{kind}_features": warm_features})
             cold = cold_evaluate(model, cold_test, cold_features, metrics=["ndcg"])
-            out["weights"][str(w)] = dict(warm=warm(model), cold=cold["ndcg@10"])
+            key = str(w) if normalizations == ("none",) else f"{norm} {w}"
+            out["weights"][key] = dict(warm=warm(model), cold=cold["ndcg@10"])
     return out
 
 
@@ -255,6 +264,42 @@ def weights_report(runs):
             cells.append(f"{warm:.4f} / {cold:.4f}")
         lines.append(f"| {case} | {len(rows)} | {rows['plain_warm'].mean():.4f} | "
                      + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def normalization_report(runs, lightfm):
+    """The table of ``--normalizations``: per case and variant, warm / cold NDCG@10 and
+    the cold score over LightFM's best (``lightfm``: case -> seed -> its best cold
+    score, from the main runs; the mean over the seeds both have)."""
+    variants = list(dict.fromkeys(k for r in runs for k in r["weights"]))
+    lines = ["## Feature-row normalisation", "",
+             "`benchmarks/cold_start.py --normalizations ... --weights ...`: warm / cold "
+             "NDCG@10 (the mean over seeds) and, in brackets, cold over LightFM's best (the "
+             "mean of LightFM's best over the same seeds). `none 1.0` is the hybrid model "
+             "before normalisation; `side`: the given features of a row scaled to sum "
+             "`w`; `row`: the whole row, indicator included, to sum 1 (LightFM's "
+             "`Dataset`).", "",
+             "| case | seeds | plain warm | " + " | ".join(variants) + " |",
+             "|---|---|---|" + "---|" * len(variants)]
+    merged: dict = {}   # case -> seed -> the latest run's plain score and every variant
+    for r in runs:
+        if r["seed"] in lightfm.get(r["case"], {}):
+            at = merged.setdefault(r["case"], {}).setdefault(r["seed"], dict(weights={}))
+            at["plain_warm"] = r["plain_warm"]
+            at["weights"].update(r["weights"])
+    for case, seeds in merged.items():
+        lfm = np.mean([lightfm[case][s] for s in seeds])
+        cells = []
+        for v in variants:
+            have = [at["weights"][v] for at in seeds.values() if v in at["weights"]]
+            if len(have) < len(seeds):
+                cells.append("")
+                continue
+            warm = np.mean([h["warm"] for h in have])
+            cold = np.mean([h["cold"] for h in have])
+            cells.append(f"{warm:.4f} / {cold:.4f} ({cold / lfm:.3f}x)")
+        plain = np.mean([at["plain_warm"] for at in seeds.values()])
+        lines.append(f"| {case} | {len(seeds)} | {plain:.4f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -284,14 +329,32 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "cold_start.jsonl")
     parser.add_argument("--report", action="store_true", help="only rewrite the tables")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--weights", type=lambda text: [float(w) for w in text.split(",")],
                         help="measure the side features' weight instead (comma-separated)")
+    parser.add_argument("--normalizations", type=lambda text: tuple(text.split(",")),
+                        help="measure feature_normalization instead (comma-separated: "
+                             "none, side, row), at each of --weights (default 1)")
     args = parser.parse_args(argv)
     weights_out = args.out.parent / "cold_start_weights.jsonl"
-    if args.weights and not args.report:
+    norms_out = args.out.parent / "cold_start_normalization.jsonl"
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if args.normalizations and not args.report:
+        with norms_out.open("a") as handle:
+            for case in args.case or CASES:
+                for seed in seeds:
+                    if load(case) is None:
+                        continue
+                    result = weight_grid(case, seed, args.threads, args.weights or [1.0],
+                                         args.normalizations)
+                    handle.write(json.dumps(result) + "\n")
+                    handle.flush()
+                    print(case, seed, json.dumps(result["weights"]), flush=True)
+    elif args.weights and not args.report:
         with weights_out.open("a") as handle:
             for case in args.case or CASES:
-                for seed in range(args.seeds):
+                for seed in seeds:
                     if load(case) is None:
                         continue
                     result = weight_grid(case, seed, args.threads, args.weights)
@@ -301,7 +364,7 @@ def main(argv=None):
     elif not args.report:
         with args.out.open("a") as handle:
             for case in args.case or CASES:
-                for seed in range(args.seeds):
+                for seed in seeds:
                     result = run(case, seed, args.threads)
                     if result is None:
                         print(f"{case}: data missing, skipped", flush=True)
@@ -317,6 +380,13 @@ def main(argv=None):
     if weights_out.exists():
         table += "\n" + weights_report([json.loads(line) for line in
                                           weights_out.read_text().splitlines() if line])
+    if norms_out.exists():
+        lightfm: dict = {}
+        for r in runs:
+            lightfm.setdefault(r["case"], {})[r["seed"]] = r["lightfm_best"]["cold"]
+        table += "\n" + normalization_report(
+            [json.loads(line) for line in norms_out.read_text().splitlines() if line],
+            lightfm)
     (args.out.parent / "cold_start.md").write_text(table)
     print(table)
     return 0

@@ -79,6 +79,25 @@ def test_fit_with_item_features(files):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_fit_with_feature_normalization(files):
+    """--feature-normalization reaches the model (saved with it); a value it does not know
+    ends with the allowed ones on stderr."""
+    d = files["dir"]
+    (d / "genres2.csv").write_text("movieId,genres\n" + "".join(
+        f"{100 + i},{'Drama|Comedy' if i % 2 else 'Drama'}\n" for i in range(20)))
+    proc = warprec("fit", files["ratings"], "-o", d / "normed.npz", "--epochs", 1, "--quiet",
+                   "--factors", 4, "--threads", 1, "--item-features", d / "genres2.csv",
+                   "--feature-normalization", "side", "--feature-weight", 0.5)
+    assert proc.returncode == 0, proc.stderr
+    model = WARPFactorizer.load(d / "normed.npz")
+    assert model.feature_normalization_ == "side" and model.feature_weight_ == 0.5
+    np.testing.assert_allclose(np.asarray(model.item_features_.sum(axis=1)).ravel(), 1.5,
+                               rtol=1e-6)
+    proc = warprec("fit", files["ratings"], "--item-features", d / "genres2.csv",
+                   "--feature-normalization", "l1")
+    assert proc.returncode == 2 and "none" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_recommend_users_file_to_csv_and_json(files):
     """Users from a file (one id per line, or a CSV's user_id column) and the command
     line together; CSV and JSON rows user_id, item_id, score, rank[, title]."""

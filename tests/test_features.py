@@ -413,3 +413,128 @@ def test_feature_weight_scales_the_given_features_and_new_rows():
 def test_feature_weight_is_checked(weight):
     with pytest.raises((ValueError, TypeError), match="feature_weight"):
         WARPFactorizer(feature_weight=weight).fit(sp.random(10, 8, 0.5, format="csr"))
+
+
+# ------------------------------------------------------------------ feature_normalization
+def _normalization_data():
+    rng = np.random.default_rng(1)
+    rows = [(f"u{u}", int(i)) for u in range(30) for i in rng.choice(20, 6, replace=False)]
+    df = pd.DataFrame(rows, columns=["user_id", "item_id"])
+    genres = ["a", "a|b", "a|b|c", "c"]
+    items = pd.DataFrame({"item_id": np.arange(20), "genre": [genres[i % 4] for i in range(20)],
+                          "year": np.where(np.arange(20) % 5 == 0, 2.0, 0.0)})
+    return df, items
+
+
+@pytest.mark.parametrize("norm, indicator, given", [
+    # item 0: genre "a" and year 2 (s = 3); item 2: "a|b|c" (s = 3); w = 0.5
+    ("none", [1.0, 1.0], [[0.5, 0, 0, 1.0], [0.5, 0.5, 0.5, 0]]),
+    ("side", [1.0, 1.0], [[0.5 / 3, 0, 0, 1.0 / 3], [0.5 / 3, 0.5 / 3, 0.5 / 3, 0]]),
+    ("row", [1 / 2.5, 1 / 2.5], [[0.5 / 2.5, 0, 0, 1.0 / 2.5], [0.2, 0.2, 0.2, 0]]),
+])
+def test_feature_normalization_by_hand(norm, indicator, given):
+    """The feature rows of a fit, computed by hand: ``x`` a row's given features, ``s``
+    their sum, ``w = 0.5``: "none" ``(1, w x)``, "side" ``(1, w x / s)``, "row"
+    ``(1, w x) / (1 + w s)``; a row without given features keeps its indicator's 1."""
+    df, items = _normalization_data()
+    items = items.assign(genre=items["genre"].where(items["item_id"] != 3))   # item 3: none
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1, random_state=0,
+                           feature_weight=0.5, feature_normalization=norm).fit(
+        df, item_features=items)
+    assert model.feature_normalization_ == norm
+    n = len(model.item_ids_)
+    names = list(model.item_feature_names_[n:])
+    assert names == ["genre=a", "genre=b", "genre=c", "year"]
+    F = model.item_features_.toarray()
+    row = {i: list(model.item_ids_).index(i) for i in (0, 2, 3)}
+    np.testing.assert_allclose([F[row[0], row[0]], F[row[2], row[2]]], indicator, rtol=1e-6)
+    np.testing.assert_allclose(F[[row[0], row[2]], n:], given, rtol=1e-6)
+    assert F[row[3], row[3]] == 1.0 and not F[row[3], n:].any()
+    assert (np.count_nonzero(F[:, :n], axis=1) == 1).all()
+    np.testing.assert_allclose(model.item_factors_, model.item_features_ @
+                               model.item_feature_factors_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("norm", ["side", "row"])
+def test_feature_normalization_encodes_later_rows_as_the_fit(norm, tmp_path):
+    """Rows given later follow the fit's rule: a known item's row embeds it as the fit
+    does (its indicator included), a new item's row is scaled as one without indicator
+    (under "row": its given features sum to 1), partial_fit's rows as the fit's; a saved
+    and loaded model scores the same."""
+    df, items = _normalization_data()
+    model = WARPFactorizer(n_components=4, epochs=2, n_threads=1, random_state=0,
+                           feature_weight=0.5, feature_normalization=norm).fit(
+        df, item_features=items)
+    factors, biases = model.item_embeddings(item_features=items)
+    order = list(model.item_ids_)
+    np.testing.assert_allclose(factors[[order.index(i) for i in range(20)]][:5],
+                               model.item_factors_[[order.index(i) for i in range(5)]],
+                               rtol=1e-5, atol=1e-6)
+    new = pd.DataFrame({"item_id": [99], "genre": ["a|b"], "year": [2.0]})   # s = 4
+    names = list(model.item_feature_names_)
+    E, b = model.item_feature_factors_, model.item_feature_biases_
+    scale = 0.5 / 4 if norm == "side" else 1 / 4
+    parts = [names.index("genre=a"), names.index("genre=b")]
+    expected = scale * (E[parts].sum(axis=0) + 2.0 * E[names.index("year")])
+    got, got_bias = model.item_embeddings(item_features=new)
+    np.testing.assert_allclose(got[0], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_bias[0], scale * (b[parts].sum() + 2 * b[names.index(
+        "year")]), rtol=1e-5, atol=1e-6)
+    path = model.save(tmp_path / "m.npz")
+    loaded = WARPFactorizer.load(path)
+    assert loaded.feature_normalization_ == norm
+    users = df["user_id"].unique()[:5]
+    for a, b_ in zip(loaded.item_embeddings(item_features=new),
+                     model.item_embeddings(item_features=new)):
+        assert np.array_equal(a, b_)
+    for a, b_ in zip(loaded.recommend(users[0], k=5, item_features=new.assign(item_id=7)),
+                     model.recommend(users[0], k=5, item_features=new.assign(item_id=7))):
+        assert np.array_equal(a, b_)
+    assert np.array_equal(loaded.item_factors_, model.item_factors_)
+    # partial_fit's rows: item 1 described anew as "c" alone (s = 1)
+    before = loaded.item_features_.copy()
+    loaded.set_params(epochs=1)
+    loaded.partial_fit(df, item_features=pd.DataFrame({"item_id": [1], "genre": ["c"],
+                                                       "year": [0.0]}))
+    F, r = loaded.item_features_.toarray(), order.index(1)
+    expected_row = np.zeros(F.shape[1])
+    expected_row[r], expected_row[names.index("genre=c")] = ((1.0, 0.5) if norm == "side"
+                                                            else (1 / 1.5, 0.5 / 1.5))
+    np.testing.assert_allclose(F[r], expected_row, rtol=1e-6)
+    others = np.arange(F.shape[0]) != r
+    assert np.array_equal(F[others], before.toarray()[others])
+
+
+def test_feature_normalization_without_indicators():
+    """identity_features=False: "row" and "side" at w = 1 both scale the given features
+    to sum 1."""
+    df, items = _normalization_data()
+    fits = [WARPFactorizer(n_components=4, epochs=1, n_threads=1, random_state=0,
+                           identity_features=False, feature_normalization=norm).fit(
+        df, item_features=items) for norm in ("side", "row")]
+    F = fits[0].item_features_
+    np.testing.assert_allclose(np.asarray(F.sum(axis=1)).ravel(), 1.0, rtol=1e-6)
+    assert np.array_equal(F.toarray(), fits[1].item_features_.toarray())
+
+
+@pytest.mark.parametrize("value", ["l1", "None", None, 1, True])
+def test_feature_normalization_is_checked(value):
+    with pytest.raises((ValueError, TypeError),
+                       match=r"feature_normalization must be one of \['none', 'row', 'side'\]"):
+        WARPFactorizer(feature_normalization=value).fit(sp.random(10, 8, 0.5, format="csr"))
+
+
+def test_feature_normalization_of_a_saved_model_is_checked(tmp_path):
+    df, items = _normalization_data()
+    model = WARPFactorizer(n_components=4, epochs=1, n_threads=1, random_state=0).fit(
+        df, item_features=items)
+    path = model.save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as f:
+        data = dict(f)
+    data["feature_normalization"] = np.array("l2")
+    np.savez(tmp_path / "bad.npz", **data)
+    with pytest.raises(ValueError, match="feature_normalization is 'l2'"):
+        WARPFactorizer.load(tmp_path / "bad.npz")
+    del data["feature_normalization"]                     # files from before: "none"
+    np.savez(tmp_path / "old.npz", **data)
+    assert WARPFactorizer.load(tmp_path / "old.npz").feature_normalization_ == "none"

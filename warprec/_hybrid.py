@@ -23,16 +23,54 @@ from ._inputs import IdMap
 from ._kernels.aligned import aligned, aligned_full
 from ._kernels.epoch import Parameters
 from ._kernels.features import FeatureParameters
+from ._plan import NORMALIZATIONS
 
 __all__ = ["FEATURE_ARRAYS", "is_hybrid", "n_indicators", "initialise", "grow", "update",
-           "embed", "arrays_to_save", "load_arrays", "indicators_only", "leading_indicators",
-           "plain_kernel",
-           "kernel_parameters", "represent", "decay_share"]
+           "weigh", "embed", "arrays_to_save", "load_arrays", "indicators_only",
+           "leading_indicators", "plain_kernel", "kernel_parameters", "represent",
+           "decay_share"]
 
 #: The arrays the hybrid model's kernel updates (with side features).
 FEATURE_ARRAYS = ("user_feature_factors_", "item_feature_factors_", "item_feature_biases_",
                   "user_feature_grad_sq_", "item_feature_grad_sq_",
                   "item_feature_bias_grad_sq_")
+
+
+def weigh(model, matrix, indicator):
+    """``(given, indicators)``: the encoded given features ``matrix`` (one row per entity,
+    the encoder's values) as the model stores them, and the value of each row's indicator
+    feature (float64, 0 for rows without one).
+
+    ``indicator`` (a bool, or one bool per row) says which rows have an indicator feature
+    (entities of the fit, with indicators). With ``x`` a row, ``s = sum(|x|)`` (its L1
+    norm), ``w = feature_weight_`` and ``feature_normalization_``:
+
+    * ``"none"``: the given features ``w x``, the indicator 1;
+    * ``"side"``: the given features ``w x / s``, the indicator 1 (the given features
+      then weigh ``w`` in total, whatever their number);
+    * ``"row"``: with an indicator, ``(1, w x) / (1 + w s)``; without one, ``x / s`` (the
+      row sums to 1 either way, LightFM's ``Dataset(normalize=True)``; ``w`` is then the
+      given features' weight against the indicator before the scaling).
+
+    A row without given features (``s = 0``) keeps them empty (its indicator 1). Rows of
+    entities the model did not train on (no indicator) are scaled by the same rule, so a
+    new entity's row is what it would be had it no indicator at fit time."""
+    n = matrix.shape[0]
+    has = np.broadcast_to(np.asarray(indicator, dtype=bool), (n,))
+    w = float(model.feature_weight_)
+    mode = getattr(model, "feature_normalization_", "none")   # (pickled before it existed)
+    if mode == "none":
+        return matrix * np.float32(w), has.astype(np.float64)
+    s = np.asarray(abs(matrix).sum(axis=1), dtype=np.float64).ravel()
+    safe = np.where(s > 0, s, 1.0)
+    if mode == "side":
+        factor, ones = np.where(s > 0, w / safe, 0.0), has.astype(np.float64)
+    else:
+        factor = np.where(has, w / (1.0 + w * s), np.where(s > 0, 1.0 / safe, 0.0))
+        ones = np.where(has, 1.0 / (1.0 + w * s), 0.0)
+    given = sp.csr_matrix(sp.diags(factor) @ matrix.astype(np.float64), dtype=np.float32)
+    given.eliminate_zeros()
+    return given, ones
 
 
 def is_hybrid(model: Any) -> bool:
@@ -53,19 +91,24 @@ def initialise(model, features, config):
     embedding (and item bias) per feature as ``fit`` initialises factors."""
     config.loss.check_features(config.kos_n, config.exact_rank, model.max_norm)
     model.feature_weight_ = float(model.feature_weight)
+    model.feature_normalization_ = str(model.feature_normalization)
     matrices, names = [], []
     for kind, given, ids, n in (("user", features[0], model.user_ids_,
                                  model.user_factors_.shape[0]),
                                 ("item", features[1], model.item_ids_,
                                  model.item_factors_.shape[0])):
         blocks, labels = [], []
-        if given is None or model.identity_features:
+        identity = given is None or model.identity_features
+        if identity:
             blocks.append(sp.identity(n, dtype=np.float32, format="csr"))
             labels += [f"{kind}_id={x}" for x in (ids if ids is not None else range(n))]
         encoder = None
         if given is not None:
             encoder = FeatureEncoder(cast(Literal["user", "item"], kind))
-            blocks.append(encoder.fit(given, ids, n) * np.float32(model.feature_weight))
+            weighed, ones = weigh(model, encoder.fit(given, ids, n), identity)
+            if identity and not (ones == 1).all():
+                blocks[0] = sp.diags(ones.astype(np.float32), format="csr")
+            blocks.append(weighed)
             labels += list(encoder.names_)
             if encoder.n_features_ == 0 and not model.identity_features:
                 raise ValueError(f"{kind}_features has no feature column and "
@@ -144,7 +187,8 @@ def update(model, features):
         n, n_identity = current.shape[0], n_indicators(model, kind)
         ids = model.user_ids_ if kind == "user" else model.item_ids_
         matrix, row_ids = encoder.transform(given)
-        matrix = matrix * np.float32(model.feature_weight_)
+        matrix, ones = weigh(model, matrix, n_identity > 0)
+        rows = None
         if row_ids is not None:
             rows = (IdMap(ids).indexer(row_ids) if ids is not None
                     else np.asarray(row_ids, dtype=np.int64))
@@ -159,8 +203,13 @@ def update(model, features):
         elif matrix.shape[0] != n:
             raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; the model has "
                              f"{n} {kind}s.")
+        indicators = current[:, :n_identity]
+        if n_identity and not (ones == 1).all():   # ("row": the indicators' values too)
+            values = indicators.diagonal().astype(np.float64)
+            values[np.arange(n) if rows is None else rows] = ones
+            indicators = sp.diags(values.astype(np.float32), format="csr")
         setattr(model, f"{kind}_features_", sp.hstack(
-            [current[:, :n_identity], matrix], format="csr", dtype=np.float32))
+            [indicators, matrix], format="csr", dtype=np.float32))
     represent(model)
 
 
@@ -172,9 +221,13 @@ def embed(model, kind, features, known_index):
     None for users; ``labels`` the DataFrame's id column (row indices for a matrix)."""
     encoder = getattr(model, f"{kind}_feature_encoder_")
     matrix, labels = encoder.transform(features)
-    matrix = matrix * np.float32(model.feature_weight_)
-    E = getattr(model, f"{kind}_feature_factors_")
     n_identity = n_indicators(model, kind)
+    known = np.full(matrix.shape[0], -1, dtype=np.int64)
+    if labels is not None and n_identity:
+        known = np.asarray(known_index(kind, labels), dtype=np.int64)
+    hit = known >= 0
+    matrix, ones = weigh(model, matrix, hit)
+    E = getattr(model, f"{kind}_feature_factors_")
     factors = np.asarray(matrix @ E[n_identity:], dtype=np.float32)
     biases = None
     if kind == "item":
@@ -182,12 +235,13 @@ def embed(model, kind, features, known_index):
                             dtype=np.float32)
     if labels is None:
         return factors, biases, np.arange(matrix.shape[0])
-    if n_identity:
-        known = known_index(kind, labels)
-        hit = known >= 0
-        factors[hit] += E[known[hit]]
+    if hit.any():
+        scaled = not (ones[hit] == 1).all()   # ("row": the indicator's value below 1)
+        own = ones[hit].astype(np.float32)
+        factors[hit] += own[:, None] * E[known[hit]] if scaled else E[known[hit]]
         if biases is not None:
-            biases[hit] += model.item_feature_biases_[known[hit]]
+            b = model.item_feature_biases_[known[hit]]
+            biases[hit] += own * b if scaled else b
     return factors, biases, labels
 
 
@@ -195,6 +249,7 @@ def arrays_to_save(model):
     """The side features' parameters, matrices, names and encoders for ``save``."""
     out = {name.rstrip("_"): getattr(model, name) for name in FEATURE_ARRAYS}
     out["feature_weight"] = np.array(model.feature_weight_)
+    out["feature_normalization"] = np.array(model.feature_normalization_)
     for kind in ("user", "item"):
         matrix = getattr(model, f"{kind}_features_")
         out[f"{kind}_features_data"] = matrix.data
@@ -217,6 +272,12 @@ def load_arrays(model, data):
     if not (np.isfinite(weight) and weight > 0):
         raise ValueError(f"feature_weight is {weight}; a saved model's is a finite number > 0")
     model.feature_weight_ = weight
+    # (and no normalisation before feature_normalization existed)
+    mode = str(data["feature_normalization"]) if "feature_normalization" in data else "none"
+    if mode not in NORMALIZATIONS:
+        raise ValueError(f"feature_normalization is {mode!r}; a saved model's is one of "
+                         f"{list(NORMALIZATIONS)}")
+    model.feature_normalization_ = mode
     for kind, n in (("user", model.user_factors_.shape[0]),
                     ("item", model.item_factors_.shape[0])):
         width = getattr(model, f"{kind}_feature_factors_").shape[0]

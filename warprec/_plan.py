@@ -37,6 +37,8 @@ SCHEDULES = ("adagrad", "sgd")
 SAMPLING = ("uniform", "popularity")
 ESTIMATORS = ("sampled", "exact")
 ORDERS = ("auto", "positives", "users")
+#: ``feature_normalization``'s values (the rules: ``warprec._hybrid.weigh``).
+NORMALIZATIONS = ("none", "side", "row")
 
 #: Each ``WARPFactorizer`` parameter's allowed values, checked before every fit (any one
 #: constraint of a list may accept the value; see :func:`warprec._inputs.validate_param`).
@@ -72,6 +74,7 @@ PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "identity_features": ["boolean"],
     "feature_weight": [Interval(Real, 0, None, closed="neither",
                                 text="a finite number > 0")],
+    "feature_normalization": [Options(NORMALIZATIONS)],
 }
 
 

@@ -73,6 +73,10 @@ def _model_args(parser):
     g.add_argument("--feature-weight", type=float, default=None,
                    help="with --item-features / --user-features: a given feature's weight "
                         "against the entity's own indicator (default 1)")
+    g.add_argument("--feature-normalization", choices=["none", "side", "row"], default=None,
+                   help="with --item-features / --user-features: scale each row's given "
+                        "features to sum the weight (side) or the whole row to sum 1 (row, "
+                        "LightFM's Dataset) (default none)")
     g.add_argument("--rank-weighting", default="harmonic",
                    help="harmonic, auc, precision@K, log, owpc-mean, ... (default harmonic)")
     g.add_argument("--tuned", action="store_true",
@@ -256,6 +260,7 @@ def _make_model(args):
                         ("negative_weight", args.negative_weight), ("dropout", args.dropout),
                         ("temperature", args.temperature),
                         ("feature_weight", args.feature_weight),
+                        ("feature_normalization", args.feature_normalization),
                         ("learning_rate_drop", args.learning_rate_drop)):
         if value is not None:
             params[name] = value

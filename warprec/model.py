@@ -336,6 +336,21 @@ class WARPFactorizer(FactorRecommender):
         the given features alone, whose weights then only scale their scores. Measured
         on MovieLens genres and demographics in benchmarks/results/cold_start.md. The
         value used is ``feature_weight_`` (saved with the model).
+    feature_normalization : {"none", "side", "row"}, default "none"
+        With side features: how each entity's feature row is scaled, with ``x`` its given
+        features' values (as encoded), ``s = sum(|x|)`` and ``w = feature_weight``.
+        ``"none"``: ``w x`` beside the indicator's 1. ``"side"``: ``w x / s``, so that the
+        given features weigh ``w`` in total, as much for an entity with one feature as
+        for one with four. ``"row"``: the whole row sums to 1, ``(1, w x) / (1 + w s)``
+        with the indicator and ``x / s`` without (LightFM's ``Dataset`` normalises rows
+        this way by default). A row without given features keeps its indicator's 1. The
+        same rule encodes rows given later (``partial_fit``, ``predict``,
+        ``recommend``, the embeddings): a new entity has no indicator, so under
+        ``"row"`` its given features sum to 1. Either scaling drops how many features a
+        row has, which can carry signal (a movie's number of genres predicts its
+        popularity on MovieLens, where both lose cold items; measured in
+        benchmarks/results/cold_start.md). The value used is ``feature_normalization_``
+        (saved with the model).
 
     Attributes
     ----------
@@ -453,7 +468,8 @@ class WARPFactorizer(FactorRecommender):
                  validation_metric: str = "ndcg@10",
                  validation_interval: int | Literal["auto"] = "auto",
                  learning_rate_drop: float | Literal["auto"] = "auto", verbose: bool = False,
-                 identity_features: bool = True, feature_weight: float = 1.0) -> None:
+                 identity_features: bool = True, feature_weight: float = 1.0,
+                 feature_normalization: str = "none") -> None:
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -488,6 +504,7 @@ class WARPFactorizer(FactorRecommender):
         self.verbose = verbose
         self.identity_features = identity_features
         self.feature_weight = feature_weight
+        self.feature_normalization = feature_normalization
 
     # ------------------------------------------------------------------ sklearn API
     @classmethod

@@ -525,11 +525,13 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
     n_users = int(evaluated.size)
     if prepared["fallback"] is not None:
         # the unknown users, ranked by popularity (zero user factors, the counts as
-        # biases, nothing excluded): evaluate's fallback, whose scores are exact counts
+        # biases, nothing excluded): evaluate's fallback, the counts as float32 biases
+        # as evaluate_factors converts them (counts above 2**24 tie there as here)
         test, counts = prepared["fallback"]
         n_unknown, n_items = test.shape
         values = per_user_values(np.zeros((n_unknown, 1), np.float32),
-                                 np.zeros((n_items, 1), np.float32), items.popularity,
+                                 np.zeros((n_items, 1), np.float32),
+                                 np.asarray(items.popularity, dtype=np.float32),
                                  test, None, counts, np.arange(n_unknown), k, chosen, None,
                                  None)
         for name in chosen:

@@ -1,6 +1,7 @@
 """warprec.dask: batch recommendation and evaluation on Dask give the single-machine results
 (model.recommend(..., as_frame=True) and warprec.metrics.evaluate) on partitioned input."""
 
+import math
 import os
 import subprocess
 import sys
@@ -336,3 +337,23 @@ def test_clear_error_without_dask():
                 "except ImportError as e:\n    print(e)\n")
     assert done.returncode == 0, done.stderr
     assert "pip install 'warprec[dask]'" in done.stdout
+
+
+def test_popular_fallback_ranks_by_float32_counts_as_single_machine():
+    """The unknown users' popularity ranking scores the counts as float32 biases, as
+    evaluate_factors (behind warprec.metrics.evaluate) converts them: counts above 2**24
+    tie there, and the partition's values must tie the same way."""
+    from warprec.evaluation import evaluate_factors
+
+    popularity = np.array([2**24, 2**24 + 1], dtype=np.int64)   # equal as float32
+    test = sp.csr_matrix(np.array([[0.0, 1.0]]))
+    items = wd._Side(np.zeros((2, 1), np.float32), np.zeros(2, np.float32), None, popularity)
+    users = wd._Side(np.zeros((0, 1), np.float32), None, None)
+    prepared = dict(evaluated=np.empty(0, np.int64), overlap=0, unknown_rows=1,
+                    unknown_users=np.array(["u"], dtype=object),
+                    fallback=(test, np.array([1], dtype=np.int64)))
+    part = wd._evaluate_partition(prepared, users, items, None, 1, ["hit_rate"], 0)
+    want = evaluate_factors(np.zeros((1, 1), np.float32), np.zeros((2, 1), np.float32),
+                            popularity, test, None, 1, metrics=["hit_rate"])
+    assert part["n_users"] == 1
+    assert math.fsum(part["sums"]["hit_rate"]) == want["hit_rate@1"]

@@ -863,7 +863,7 @@ class FactorRecommender:
         self._check_fitted()
         result = evaluate(self, X, train=self.train_matrix_, k=10, metrics=["ndcg"],
                           n_threads=self.n_threads)
-        return float(result["ndcg@10"])  # type: ignore[arg-type]  # (a float, not per user)
+        return float(result["ndcg@10"])
 
     def _as_index_matrix(self, X: InteractionData, name: str, count_unknown_items: bool,
                          ) -> tuple[sp.csr_matrix, Int64Array]:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,7 +37,17 @@ from ._plan import resolve_epochs
 from ._trainer import finite, record_epoch, unit_rows
 
 if TYPE_CHECKING:
-    from .model import WARPFactorizer
+    from collections.abc import Iterator, Sequence
+
+    import dask.dataframe as dd
+    from distributed import BaseActorFuture, Client, Future, LocalCluster
+    from numpy.typing import NDArray
+
+    from ._typing import Float32Array, Int64Array, InteractionData
+    from .model import Callback, WARPFactorizer
+
+#: The result of an actor's method call.
+_R = TypeVar("_R")
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +74,9 @@ class ShardTrainer:
         The shard's seed.
     """
 
-    def __init__(self, params, indptr, indices, user_state, seed):
+    def __init__(self, params: dict[str, Any], indptr: NDArray[np.integer[Any]],
+                 indices: NDArray[np.integer[Any]], user_state: dict[str, Float32Array],
+                 seed: int) -> None:
         from .model import WARPFactorizer
 
         n_users, d = user_state["user_factors_"].shape
@@ -77,7 +89,8 @@ class ShardTrainer:
             np.copyto(getattr(self.model, name), user_state[name])
         self.model.epochs = 1
 
-    def epoch(self, item_state):
+    def epoch(self, item_state: dict[str, Float32Array],
+              ) -> tuple[dict[str, Float32Array], dict[str, Any]]:
         """Train one epoch from ``item_state``; returns the change of every item array
         and the epoch's statistics (``WARPFactorizer.history_``)."""
         model = self.model
@@ -87,12 +100,12 @@ class ShardTrainer:
         deltas = {name: getattr(model, name) - item_state[name] for name in ITEM_ARRAYS}
         return deltas, model.history_[-1]
 
-    def users(self):
+    def users(self) -> dict[str, Float32Array]:
         """The shard's user rows (:data:`USER_ARRAYS`)."""
         return {name: getattr(self.model, name) for name in USER_ARRAYS}
 
 
-def shard_bounds(indptr, n_shards):
+def shard_bounds(indptr: NDArray[np.integer[Any]], n_shards: int) -> Int64Array:
     """Row bounds of ``n_shards`` contiguous blocks of users with about the same number of
     positives each (every block non-empty when there are enough users)."""
     n_users = indptr.size - 1
@@ -103,7 +116,8 @@ def shard_bounds(indptr, n_shards):
     return np.maximum.accumulate(bounds)
 
 
-def fit_on_client(model, client, *, epochs, combine, callback=None):
+def fit_on_client(model: WARPFactorizer, client: Client, *, epochs: int, combine: str,
+                  callback: Callback | None = None) -> WARPFactorizer:
     """Train ``model`` (a ``WARPFactorizer`` fitted for zero epochs on the whole data:
     its state allocated, its learning rate, decay and order resolved) for ``epochs``
     epochs on the workers of ``client``; returns ``model`` with the trained state."""
@@ -114,7 +128,8 @@ def fit_on_client(model, client, *, epochs, combine, callback=None):
                               callback=callback)
 
 
-def _fit_on_client(model, client, *, epochs, combine, callback):
+def _fit_on_client(model: WARPFactorizer, client: Client, *, epochs: int, combine: str,
+                   callback: Callback | None) -> WARPFactorizer:
     """:func:`fit_on_client` with ``client`` current."""
     worker_info = client.scheduler_info()["workers"]
     workers = sorted(worker_info)
@@ -136,10 +151,12 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
         user_state = {name: getattr(model, name)[lo:hi] for name in USER_ARRAYS}
         shard_indptr = indptr[lo:hi + 1] - indptr[lo]
         shard_indices = matrix.indices[indptr[lo]:indptr[hi]]
-        future = client.submit(ShardTrainer, dict(params), shard_indptr, shard_indices,
-                               user_state, int(seeds[shard]), actor=True,
-                               workers=[workers[shard]], allow_other_workers=False,
-                               pure=False)
+        # (actor=True: the result is an Actor, a proxy whose method calls return futures,
+        # not the ShardTrainer of submit's annotation)
+        future: Future[Any] = client.submit(
+            ShardTrainer, dict(params), shard_indptr, shard_indices, user_state,
+            int(seeds[shard]), actor=True, workers=[workers[shard]],
+            allow_other_workers=False, pure=False)
         with _failures("starting the shard trainers", 0):
             actors.append(future.result())
     item_bytes = sum(getattr(model, name).nbytes for name in ITEM_ARRAYS)
@@ -175,7 +192,8 @@ def _fit_on_client(model, client, *, epochs, combine, callback):
     return model
 
 
-def _combine_info(epoch, seconds, infos):
+def _combine_info(epoch: int, seconds: float, infos: Sequence[dict[str, Any]],
+                  ) -> dict[str, Any]:
     """One history entry from the shards' entries: sums of counts, means of rates
     weighted by the shards' samples."""
     info = dict(epoch=epoch, seconds=seconds, workers=len(infos))
@@ -191,11 +209,12 @@ def _combine_info(epoch, seconds, infos):
     return info
 
 
-def _wait(pending, client, addresses):
+def _wait(pending: Sequence[BaseActorFuture[_R]], client: Client,
+          addresses: Sequence[str]) -> list[_R]:
     """The results of the actor calls ``pending`` (on the workers ``addresses``), checking
     every ``WAIT_POLL_SECONDS`` while waiting that those workers are still in the cluster:
     a call on a worker that died after it was sent would otherwise wait for ever."""
-    results = [None] * len(pending)
+    results: dict[int, _R] = {}
     waiting = set(range(len(pending)))
     checked = time.monotonic()
     while waiting:
@@ -214,11 +233,11 @@ def _wait(pending, client, addresses):
             checked = time.monotonic()
         elif waiting:
             time.sleep(0.002)
-    return results
+    return [results[k] for k in range(len(pending))]
 
 
 @contextlib.contextmanager
-def _failures(what, epoch):
+def _failures(what: str, epoch: int) -> Iterator[None]:
     """Turn a lost worker or a failed task into an error that says no model is returned."""
     try:
         yield
@@ -228,9 +247,9 @@ def _failures(what, epoch):
                            "state was lost or not updated; run warprec.dask.fit again.") from exc
 
 
-def fit(interactions: Any, client: Any = None, *, combine: str = "mean",
-        callback: Callable[[WARPFactorizer, dict[str, Any]], Any] | None = None,
-        **params: Any) -> WARPFactorizer:
+def fit(interactions: InteractionData | dd.DataFrame | str | os.PathLike[str],
+        client: Client | None = None, *, combine: str = "mean",
+        callback: Callback | None = None, **params: Any) -> WARPFactorizer:
     """Train a :class:`~warprec.WARPFactorizer` on the workers of a Dask cluster.
 
     The users are split into one shard per worker (contiguous blocks with about the same
@@ -301,18 +320,21 @@ def fit(interactions: Any, client: Any = None, *, combine: str = "mean",
     return model
 
 
-def _local(interactions):
+def _local(interactions: InteractionData | dd.DataFrame | str | os.PathLike[str],
+           ) -> InteractionData:
     """A dask DataFrame or Parquet path as a pandas DataFrame; anything else as given."""
-    if isinstance(interactions, str) or hasattr(interactions, "__fspath__"):
+    if isinstance(interactions, (str, os.PathLike)):   # (os.PathLike: has __fspath__)
         import pandas as pd
 
         return pd.read_parquet(interactions)
-    if hasattr(interactions, "compute") and hasattr(interactions, "npartitions"):
+    import dask.dataframe as dd
+
+    if isinstance(interactions, dd.DataFrame):
         return interactions.compute()
     return interactions
 
 
-def local_cluster(n_workers):
+def local_cluster(n_workers: int) -> LocalCluster:
     """A Dask ``LocalCluster`` of ``n_workers`` worker processes with one thread each (the
     shape distributed training is measured on: one kernel thread per shard)."""
     from distributed import LocalCluster
@@ -321,10 +343,9 @@ def local_cluster(n_workers):
                         dashboard_address=None)
 
 
-def _default_client():
-    """The current Dask client, or a new local cluster (returned to be closed)."""
-    import os
+def _default_client() -> tuple[Client, LocalCluster | None]:
 
+    """The current Dask client, or a new local cluster (returned to be closed)."""
     from distributed import Client, get_client
 
     try:

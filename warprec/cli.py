@@ -18,13 +18,19 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import TextIO
+    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+    from typing import Any, Literal, TextIO
 
     import pandas as pd
+    from distributed import Client
+    from numpy.typing import NDArray
+
+    from ._base import FactorRecommender
+    from .model import WARPFactorizer
+
 
 #: The synthetic demo data shipped inside the package (``ratings.csv`` and ``movies.csv``,
 #: made by ``data/make_synthetic.py`` in the repository).
@@ -38,11 +44,11 @@ class CLIError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (the full usage is in ``--help``)."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _model_args(parser):
+def _model_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("model")
     g.add_argument("--factors", type=int, default=64, help="embedding dimension (default 64)")
     g.add_argument("--epochs", type=int, default=None,
@@ -101,7 +107,7 @@ def _model_args(parser):
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _dask_args(parser, job, how):
+def _dask_args(parser: argparse.ArgumentParser, job: str, how: str) -> None:
     g = parser.add_argument_group("on a Dask cluster (needs warprec[dask])")
     g.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help=f"{job} on the Dask cluster of this scheduler, {how}")
@@ -109,7 +115,7 @@ def _dask_args(parser, job, how):
                    help=f"{job} on a local Dask cluster of N single-threaded worker processes")
 
 
-def _data_args(parser):
+def _data_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-rating", type=float, default=None,
                         help="keep ratings >= this as positives (default: every row; a "
                              "warning says when the ratings look explicit)")
@@ -122,7 +128,7 @@ def _data_args(parser):
                              "item, iid)")
 
 
-def _metric_list(text):
+def _metric_list(text: str) -> list[str]:
     """``--metrics``: comma-separated metric names, each one of
     :data:`warprec.metrics.METRIC_NAMES`."""
     from .metrics import METRIC_NAMES
@@ -249,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _make_model(args):
+def _make_model(args: argparse.Namespace) -> WARPFactorizer:
     from .model import TUNED_PARAMS, WARPFactorizer
 
     params = dict(TUNED_PARAMS) if getattr(args, "tuned", False) else {}
@@ -270,7 +276,7 @@ def _make_model(args):
                           early_stopping=_early_stopping(args), **params)
 
 
-def _early_stopping(args):
+def _early_stopping(args: argparse.Namespace) -> bool | Literal["refit", "auto"]:
     """``early_stopping`` from ``--early-stopping``, ``--no-early-stopping`` and
     ``--refit`` ("auto", the library's default, without them)."""
     if args.early_stopping and args.no_early_stopping:
@@ -286,7 +292,7 @@ def _early_stopping(args):
     return "refit" if args.refit else True
 
 
-def _read_positives(path, args):
+def _read_positives(path: str | os.PathLike[str], args: argparse.Namespace) -> pd.DataFrame:
     from .data import positives, read_ratings
 
     try:
@@ -309,9 +315,11 @@ def _read_positives(path, args):
     return pos
 
 
-def _fit(model, train, out, **features):
+def _fit(model: WARPFactorizer, train: pd.DataFrame, out: TextIO, *,
+         user_features: pd.DataFrame | None = None,
+         item_features: pd.DataFrame | None = None) -> WARPFactorizer:
     tic = time.perf_counter()
-    model.fit(train, **features)
+    model.fit(train, user_features=user_features, item_features=item_features)
     seconds = time.perf_counter() - tic
     h = model.history_
     out.write(f"fitted {model.n_users_} users x {model.n_items_} items, {len(train)} positives, "
@@ -325,7 +333,7 @@ def _fit(model, train, out, **features):
     return model
 
 
-def _check_output(path):
+def _check_output(path: str) -> None:
     """Fail before fitting (which may take long) if the model cannot be written there."""
     target = Path(path)
     if target.is_dir():
@@ -338,7 +346,7 @@ def _check_output(path):
         raise CLIError(f"-o {path}: the folder {folder} is not writable.")
 
 
-def _read_side_features(args):
+def _read_side_features(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
     """``--user-features`` / ``--item-features``: the frames fit takes, or None."""
     from .data import read_features
 
@@ -348,7 +356,7 @@ def _read_side_features(args):
             if path is not None}
 
 
-def _on_dask(args):
+def _on_dask(args: argparse.Namespace) -> bool:
     """Whether ``--dask-scheduler`` or ``--workers`` asks for a Dask cluster."""
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be a positive integer (got {args.workers}).")
@@ -359,7 +367,7 @@ def _on_dask(args):
 
 
 @contextlib.contextmanager
-def _dask_client(args):
+def _dask_client(args: argparse.Namespace) -> Iterator[Client]:
     """A client of the cluster ``--dask-scheduler`` names, or of a local cluster of
     ``--workers`` single-threaded worker processes (closed afterwards)."""
     try:
@@ -382,7 +390,7 @@ def _dask_client(args):
         yield stack.enter_context(Client(target))
 
 
-def _check_dask_fit(args):
+def _check_dask_fit(args: argparse.Namespace) -> None:
     """Fail before any work on the options distributed training does not have."""
     if args.early_stopping or getattr(args, "item_features", None) or \
             getattr(args, "user_features", None):
@@ -390,7 +398,8 @@ def _check_dask_fit(args):
                        "distributed training; drop them, or fit on one machine.")
 
 
-def _fit_on_dask(model, train, args, out, client=None):
+def _fit_on_dask(model: WARPFactorizer, train: pd.DataFrame, args: argparse.Namespace,
+                 out: TextIO, client: Client | None = None) -> WARPFactorizer:
     """``warprec fit / evaluate --dask-scheduler / --workers``: :func:`warprec.dask.fit`,
     through ``client`` if given (else a client of :func:`_dask_client`, closed after)."""
     _check_dask_fit(args)
@@ -427,7 +436,7 @@ def cmd_fit(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _metrics_table(rows, k):
+def _metrics_table(rows: Sequence[tuple[str, Mapping[str, float]]], k: int) -> str:
     names = [n for n in rows[0][1] if n != "n_users"]
     lines = [f"{'model':<14}" + "".join(f"{n:>13}" for n in names)]
     for label, metrics in rows:
@@ -435,7 +444,8 @@ def _metrics_table(rows, k):
     return "\n".join(lines) + "\n"
 
 
-def _evaluate(model, test, train, args, client):
+def _evaluate(model: FactorRecommender, test: pd.DataFrame, train: pd.DataFrame,
+              args: argparse.Namespace, client: Client | None) -> dict[str, float | int]:
     """The metrics of ``model``: :func:`warprec.metrics.evaluate`, or with a Dask
     ``client`` :func:`warprec.dask.evaluate` (the same numbers, to the last bit) on the
     test and train rows split into one partition per worker."""
@@ -522,7 +532,7 @@ def cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _evaluate_cold(args, out):
+def _evaluate_cold(args: argparse.Namespace, out: TextIO) -> int:
     """``warprec evaluate --cold-items F`` / ``--cold-users F``: the warm and the cold
     entities' quality of the hybrid model and the baselines (see the options' help)."""
     import numpy as np
@@ -605,9 +615,9 @@ def _evaluate_cold(args, out):
     return 0
 
 
-def _report_unknown(model, test):
+def _report_unknown(model: FactorRecommender, test: pd.DataFrame) -> None:
     """Warn (one line each on stderr) about test rows the model cannot score."""
-    if model.user_ids_ is None:
+    if model.user_ids_ is None or model.item_ids_ is None:   # (both None: a matrix fit)
         return
     users = test["user_id"].isin(set(model.user_ids_.tolist()))
     items = test["item_id"].isin(set(model.item_ids_.tolist()))
@@ -634,13 +644,16 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     if args.output:
         _check_output(args.output)
     data = _read_positives(args.ratings, args)
+    features = _read_side_features(args)
     # the ignores: TuneResult.best_model and .trials are annotated as object. "both" is
     # tune's default space (and its zero-shot start; with features, the hybrid space)
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
                   random_state=args.seed, metric=args.metric, verbose=not args.quiet,
                   clock=args.clock,
                   search_space={"warp": WARP_SEARCH_SPACE, "ccl": CCL_SEARCH_SPACE,
-                                "both": None}[args.space], **_read_side_features(args))
+                                "both": None}[args.space],
+                  user_features=features.get("user_features"),
+                  item_features=features.get("item_features"))
     path = (result.best_model.save(args.output)  # type: ignore[attr-defined]
             if args.output else None)
     trials: pd.DataFrame = result.trials  # type: ignore[assignment]
@@ -678,7 +691,7 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _trials_table(trials, metric, top, chosen):
+def _trials_table(trials: pd.DataFrame, metric: str, top: int, chosen: int) -> str:
     """The ``top`` trials by score (each at its last evaluation) as a text table, the
     ``chosen`` trial marked with ``*`` (and listed even if its score is not among them)."""
     import pandas as pd
@@ -713,7 +726,7 @@ def _trials_table(trials, metric, top, chosen):
                    for row in rows)
 
 
-def _json_value(value):
+def _json_value(value: object) -> object:
     """A JSON-ready value: numpy scalars as Python ones, NaN and pandas' NA as None
     (null)."""
     import pandas as pd
@@ -809,7 +822,7 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _format_of(path):
+def _format_of(path: str | None) -> str:
     """The output format named by a file's extension (text without one)."""
     if path is None:
         return "text"
@@ -824,7 +837,7 @@ def _format_of(path):
                    f".parquet or .txt, or pass --format.")
 
 
-def _need_parquet():
+def _need_parquet() -> None:
     """Fail at once (before any work) when no Parquet engine is installed."""
     for engine in ("pyarrow", "fastparquet"):
         try:
@@ -836,7 +849,7 @@ def _need_parquet():
                    "default: pip install 'warprec[dask]' (or pip install pyarrow).")
 
 
-def _read_user_ids(path):
+def _read_user_ids(path: str | None) -> list[str]:
     """User ids (as strings) from a file: the user id column of a CSV with a header or of
     a Parquet file (named as :func:`warprec.data.read_ratings` recognises it: user_id,
     userId, user, uid ...), or one id per line (under an optional such header)."""
@@ -868,7 +881,7 @@ def _read_user_ids(path):
     return lines
 
 
-def _user_column(frame, path):
+def _user_column(frame: pd.DataFrame, path: str) -> Hashable:
     """The user id column of a users file, found as in ratings files."""
     from ._columns import find_column
 
@@ -883,7 +896,9 @@ def _user_column(frame, path):
     return column
 
 
-def _parse_id(text, known, on_unknown="error"):
+def _parse_id(text: str, known: NDArray[Any] | None,
+              on_unknown: str = "error") -> int | float | str:
+
     """Command-line ids are strings; match the model's id type. An id that cannot be one
     of the model's (not a number where they are numbers) is an unknown user: kept as
     text unless ``on_unknown`` is "error"."""
@@ -949,13 +964,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": cmd_demo}
 
 
-def _one_line(exc):
+def _one_line(exc: BaseException) -> str:
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     message = str(message).strip()
     return message.splitlines()[0] if message else repr(exc)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
     """Warnings as one line on stderr, without the source location."""
     text = str(message).strip().splitlines()
     (file or sys.stderr).write(f"warprec: warning: {text[0] if text else category.__name__}\n")

@@ -56,9 +56,24 @@ from .evaluation import (
 from .exceptions import WarprecWarning
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from collections.abc import Iterable
+    from typing import Any, TypeAlias
 
-    from ._typing import OnUnknown
+    from dask.delayed import Delayed
+    from dask.typing import DaskCollection
+    from distributed import Client, Future
+    from numpy.typing import NDArray
+    from typing_extensions import TypeIs
+
+    from ._inputs import IdMap as _IdMap
+    from ._typing import Float32Array, Int64Array, OnUnknown
+
+    #: A shipped value (:func:`_ship`): scattered to the workers, or one graph key.
+    Shipped: TypeAlias = Future[Any] | Delayed
+    #: :func:`_known_rows` of one partition: user and item indices, gains, the number of
+    #: rows of unknown users and their distinct ids.
+    KnownRows: TypeAlias = tuple[Int64Array, Int64Array, NDArray[np.float32], int,
+                                 NDArray[Any]]
 
 __all__ = ["evaluate", "fit", "recommend"]
 
@@ -80,20 +95,27 @@ class _Side:
 
     __slots__ = ("factors", "biases", "ids", "popularity", "_map")
 
-    def __init__(self, factors, biases, ids, popularity=None):
+    def __init__(self, factors: Float32Array, biases: Float32Array | None,
+                 ids: NDArray[Any] | None, popularity: NDArray[np.int64] | None = None,
+                 ) -> None:
         self.factors, self.biases, self.ids = factors, biases, ids
         self.popularity = popularity
-        self._map = None
+        self._map: _IdMap | None = None
 
-    def id_map(self):
-        if self._map is None and self.ids is not None:
+    def id_map(self) -> _IdMap:
+        if self._map is None:
+            assert self.ids is not None, "a side without raw ids has no id map"
             self._map = IdMap(self.ids)
         return self._map
 
-    def __getstate__(self):  # the map is rebuilt on the worker, not sent
+    def __getstate__(self) -> tuple[Float32Array, Float32Array | None, NDArray[Any] | None,
+                                    NDArray[np.int64] | None]:
+        # the map is rebuilt on the worker, not sent
         return self.factors, self.biases, self.ids, self.popularity
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: tuple[Float32Array, Float32Array | None,
+                                        NDArray[Any] | None, NDArray[np.int64] | None],
+                     ) -> None:
         self.factors, self.biases, self.ids, self.popularity = state
         self._map = None
 
@@ -104,7 +126,8 @@ class _Seen:
 
     __slots__ = ("matrix", "unknown_rows", "unknown_users")
 
-    def __init__(self, matrix, unknown_rows=0, unknown_users=None):
+    def __init__(self, matrix: sp.csr_matrix, unknown_rows: int = 0,
+                 unknown_users: NDArray[Any] | None = None) -> None:
         self.matrix = matrix
         self.unknown_rows = unknown_rows
         self.unknown_users = (np.empty(0, dtype=object) if unknown_users is None
@@ -118,11 +141,14 @@ class _Arrays(FactorRecommender):
 
     reports_unknown_users = False
 
-    def __init__(self, users, items, seen=None, n_threads=None):
+    def __init__(self, users: _Side, items: _Side, seen: sp.csr_matrix | None = None,
+                 n_threads: int | None = None) -> None:
+        assert items.biases is not None, "the item side has biases"
         self.user_factors_, self.user_ids_ = users.factors, users.ids
         self.item_factors_, self.item_biases_, self.item_ids_ = (items.factors, items.biases,
                                                                  items.ids)
-        self.train_matrix_ = seen
+        if seen is not None:   # (None: no items to exclude, and none read)
+            self.train_matrix_ = seen
         self.n_threads = n_threads
         self._popularity = items.popularity
         # the id maps built once per worker (FactorRecommender._id_map's cache)
@@ -131,12 +157,13 @@ class _Arrays(FactorRecommender):
                 self.__dict__[f"_{kind}_map"] = (side.ids, side.id_map())
 
     @property
-    def item_popularity_(self):
+    def item_popularity_(self) -> NDArray[np.int64]:
         """The shipped model's (``train_matrix_`` here may hold some users' rows only)."""
+        assert self._popularity is not None, "the popularity of the items was not shipped"
         return self._popularity
 
 
-def _sides(model):
+def _sides(model: FactorRecommender) -> tuple[_Side, _Side]:
     """The user and item sides of a fitted model, as float32 arrays (no copies of the
     fitted arrays, which are float32 and contiguous already)."""
     if not isinstance(model, FactorRecommender):
@@ -149,7 +176,7 @@ def _sides(model):
             _Side(item_factors, item_biases, model.item_ids_, model.item_popularity_))
 
 
-def _ship(value, client):
+def _ship(value: object, client: Client | None) -> Shipped:
     """``value`` as something every task of the graph can take as an argument, sent once:
     scattered to every worker with a client, a single graph key otherwise."""
     if client is not None:
@@ -157,18 +184,19 @@ def _ship(value, client):
     return dask.delayed(value, pure=False)
 
 
-def _compute(value, client):
+def _compute(value: DaskCollection, client: Client | None) -> Any:
     if client is not None:
         return client.compute(value).result()
     return dask.compute(value)[0]
 
 
 # ---------------------------------------------------------------------- inputs
-def _is_path(value):
+def _is_path(value: object) -> TypeIs[str | os.PathLike[str]]:
     return isinstance(value, (str, os.PathLike))
 
 
-def _as_dask_frame(data, name, columns, optional=()):
+def _as_dask_frame(data: FrameLike, name: str, columns: Sequence[str],
+                   optional: Iterable[str] = ()) -> dd.DataFrame:
     """``data`` (dask or pandas DataFrame, or a Parquet path) as a dask DataFrame of the
     required ``columns`` plus those of ``optional`` it has."""
     if _is_path(data):
@@ -189,11 +217,11 @@ def _as_dask_frame(data, name, columns, optional=()):
     return frame[list(columns) + [c for c in optional if c in frame.columns]]
 
 
-def _user_series(users):
+def _user_series(users: FrameLike) -> dd.Series:
     """The requested users as a dask Series (a DataFrame gives its ``user_id`` column)."""
-    if isinstance(users, (dd.Series, pd.Series)):
-        if isinstance(users, pd.Series):
-            users = dd.from_pandas(users, npartitions=1, sort=False)
+    if isinstance(users, pd.Series):
+        return dd.from_pandas(users, npartitions=1, sort=False)
+    if isinstance(users, dd.Series):
         return users
     if _is_path(users) or isinstance(users, (dd.DataFrame, pd.DataFrame)):
         return _as_dask_frame(users, "users", ["user_id"])["user_id"]
@@ -203,14 +231,15 @@ def _user_series(users):
                     f"dask.dataframe.from_pandas(pandas.Series(ids), npartitions=...).")
 
 
-def _check_raw_ids(model, name):
+def _check_raw_ids(model: FactorRecommender, name: str) -> None:
     if model.user_ids_ is None:
         raise TypeError(f"{name} has raw ids (user_id, item_id) but the model was fit on a "
                         "matrix, so it knows users and items by index only; fit it on a "
                         "DataFrame of raw ids.")
 
 
-def _known_rows(frame, users, items, gain_column):
+def _known_rows(frame: pd.DataFrame, users: _Side, items: _Side,
+                gain_column: str | None) -> KnownRows:
     """The rows of ``frame`` whose user and item the model knows, in its index space:
     ``(user index, item index, gain)``, plus the number of rows of unknown users and
     their distinct ids. Ids are looked up as the models' evaluation glue looks them up."""
@@ -224,7 +253,7 @@ def _known_rows(frame, users, items, gain_column):
     return u[keep], i[keep], gains, int(unknown.sum()), unknown_users
 
 
-def _seen_matrix(parts, n_users, n_items):
+def _seen_matrix(parts: Sequence[KnownRows], n_users: int, n_items: int) -> _Seen:
     """One :class:`_Seen` from the :func:`_known_rows` of every partition: a duplicated
     (user, item) pair keeps its largest gain, as in the models' evaluation glue."""
     uu = np.concatenate([p[0] for p in parts] or [np.empty(0, np.int64)])
@@ -240,7 +269,7 @@ def _seen_matrix(parts, n_users, n_items):
                  pd.unique(np.concatenate(ids)) if ids else None)
 
 
-def _rows_only(matrix, rows):
+def _rows_only(matrix: sp.csr_matrix, rows: NDArray[np.integer[Any]]) -> sp.csr_matrix:
     """``matrix`` with only the given rows kept (the others empty): what top-k reads of
     the exclusion matrix for these users, without copying every other user's items."""
     keep = np.zeros(matrix.shape[0], dtype=bool)
@@ -254,7 +283,7 @@ def _rows_only(matrix, rows):
                          shape=matrix.shape)
 
 
-def _rows_to_score(n_rows, n_total, n_items, d):
+def _rows_to_score(n_rows: int, n_total: int, n_items: int, d: int) -> int:
     """How many user rows a partition of ``n_rows`` users must score to take the scoring
     path of one call for all ``n_total`` users.
 
@@ -271,14 +300,16 @@ def _rows_to_score(n_rows, n_total, n_items, d):
     return NUMBA_SCORING_MACS // per_row + 1
 
 
-def _padded(values, n_rows):
+def _padded(values: NDArray[Any], n_rows: int) -> NDArray[Any]:
     """``values`` followed by repeats of its first entry, ``n_rows`` in all."""
     return np.concatenate([values, np.repeat(values[:1], n_rows - len(values))])
 
 
 # ---------------------------------------------------------------------- recommend
-def _recommend_partition(part, users, items, seen, k, exclude_seen, n_threads, dtypes,
-                         n_total, on_unknown):
+def _recommend_partition(part: pd.Series, users: _Side, items: _Side, seen: _Seen | None,
+                         k: int, exclude_seen: bool, n_threads: int | None,
+                         dtypes: dict[Any, Any], n_total: int,
+                         on_unknown: OnUnknown) -> pd.DataFrame:
     """The top-k frame of one partition of user ids, by the model's own recommend."""
     if len(part) == 0:
         return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in dtypes.items()})
@@ -311,7 +342,8 @@ def _recommend_partition(part, users, items, seen, k, exclude_seen, n_threads, d
     return frame
 
 
-def _output_meta(model, user_dtype, on_unknown):
+def _output_meta(model: FactorRecommender, user_dtype: Any,
+                 on_unknown: OnUnknown) -> pd.DataFrame:
     """The (empty) output frame with the dtypes the model's recommend gives ids of
     ``user_dtype``: made by the code of ``recommend(..., as_frame=True)`` from a sample."""
     from dask.dataframe.utils import meta_nonempty
@@ -324,7 +356,7 @@ def _output_meta(model, user_dtype, on_unknown):
     return frame.iloc[:0]
 
 
-def _count_unknown(part, users):
+def _count_unknown(part: pd.Series, users: _Side) -> pd.Series:
     """``[rows, distinct ids]`` of the user ids of one partition the model does not know."""
     values = part.to_numpy()
     model = _Arrays(users, _Side(np.zeros((0, users.factors.shape[1]), np.float32),
@@ -435,7 +467,8 @@ def recommend(model: FactorRecommender, users: FrameLike, k: int = 10,
         meta=meta, clear_divisions=True, align_dataframes=False)
 
 
-def _warn_unknown_requested(series, users, on_unknown, client):
+def _warn_unknown_requested(series: dd.Series, users: Shipped, on_unknown: OnUnknown,
+                            client: Client | None) -> None:
     """The warning ``model.recommend`` gives about requested users it does not know, from
     a pass over every partition of the user ids."""
     parts = series.map_partitions(_count_unknown, users, meta=(None, object))
@@ -451,7 +484,8 @@ def _warn_unknown_requested(series, users, on_unknown, client):
 
 
 # ---------------------------------------------------------------------- evaluate
-def _prepare_partition(part, users, items, train, chosen, on_unknown):
+def _prepare_partition(part: pd.DataFrame, users: _Side, items: _Side, train: _Seen | None,
+                       chosen: Sequence[str], on_unknown: OnUnknown) -> dict[str, Any]:
     """One partition of test rows (each test user in one partition) in the model's index
     space, as :func:`warprec.metrics.evaluate` prepares the whole test set: the rows and
     relevant counts of the users it evaluates, plus the counts behind its warnings (and,
@@ -483,7 +517,7 @@ def _prepare_partition(part, users, items, train, chosen, on_unknown):
                 fallback=fallback)
 
 
-def _exact_sum(values):
+def _exact_sum(values: Sequence[float]) -> list[float]:
     """Floats whose exact sum is the exact sum of ``values`` (a list of finite floats):
     the exactly rounded sum, then the exactly rounded remainders until nothing is left
     (usually one to three floats). Adding such lists of every partition with
@@ -497,11 +531,15 @@ def _exact_sum(values):
         parts.append(rest)
 
 
-def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
+def _evaluate_partition(prepared: dict[str, Any], users: _Side, items: _Side,
+                        train: _Seen | None, k: int, chosen: Sequence[str],
+                        n_total: int) -> dict[str, Any]:
     """Per metric, the exact sum of the per-user values of one partition's users (as
     :func:`_exact_sum` floats) and the number of users where the metric is defined (AUC
     is not for every user)."""
     evaluated = prepared["evaluated"]
+    item_biases = items.biases
+    assert item_biases is not None, "the item side has biases"
     sums: dict[str, list[float]] = {name: [] for name in chosen}
     defined = dict.fromkeys(chosen, 0)
     if evaluated.size:
@@ -509,11 +547,12 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
         user_factors = users.factors[evaluated]
         check_finite(user_factors, "user_factors")
         check_finite(items.factors, "item_factors")
-        check_finite(items.biases, "item_biases")
+        check_finite(item_biases, "item_biases")
         n_rows = _rows_to_score(evaluated.size, n_total, items.factors.shape[0],
                                 user_factors.shape[1])
         rows = _padded(np.arange(evaluated.size), n_rows)
-        values = per_user_values(user_factors, items.factors, items.biases,
+        values = per_user_values(user_factors, items.factors, item_biases,
+
                                   prepared["test"],
                                   None if train is None else train.matrix[evaluated],
                                   prepared["counts"], rows, k, chosen, None,
@@ -525,11 +564,13 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
     n_users = int(evaluated.size)
     if prepared["fallback"] is not None:
         # the unknown users, ranked by popularity (zero user factors, the counts as
-        # biases, nothing excluded): evaluate's fallback, whose scores are exact counts
+        # biases, nothing excluded): evaluate's fallback, the counts as float32 biases
+        # as evaluate_factors converts them (counts above 2**24 tie there as here)
         test, counts = prepared["fallback"]
         n_unknown, n_items = test.shape
         values = per_user_values(np.zeros((n_unknown, 1), np.float32),
-                                 np.zeros((n_items, 1), np.float32), items.popularity,
+                                 np.zeros((n_items, 1), np.float32),
+                                 np.asarray(items.popularity, dtype=np.float32),
                                  test, None, counts, np.arange(n_unknown), k, chosen, None,
                                  None)
         for name in chosen:
@@ -543,7 +584,7 @@ def _evaluate_partition(prepared, users, items, train, k, chosen, n_total):
                 unknown_users=prepared["unknown_users"])
 
 
-def _combine(parts, train):
+def _combine(parts: Sequence[dict[str, Any]], train: _Seen | None) -> dict[str, Any]:
     """The partial sums of every partition, added up: per metric, the exactly rounded sum
     (:func:`math.fsum`) of all the per-user values."""
     names = list(parts[0]["sums"]) if parts else []
@@ -559,12 +600,13 @@ def _combine(parts, train):
         train_n_unknown_users=0 if train is None else len(train.unknown_users))
 
 
-def _train_matrix(seen, shape):
+def _train_matrix(seen: _Seen, shape: tuple[int, int]) -> _Seen:
     """The train matrix as evaluate_factors reads it (canonical CSR, checked)."""
     return _Seen(as_csr(seen.matrix, shape, "train"), seen.unknown_rows, seen.unknown_users)
 
 
-def _warn_unknown(name, rows, n_users):
+def _warn_unknown(name: str, rows: int, n_users: int) -> None:
+
     if rows:
         warnings.warn(f"{name}: {rows} row(s) of {n_users} user(s) unseen at fit time were "
                       "left out (the model cannot score them).", WarprecWarning, stacklevel=3)

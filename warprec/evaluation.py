@@ -36,7 +36,7 @@ from .exceptions import WarprecWarning
 from .interactions import Interactions
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal, overload
 
     from ._base import FactorRecommender
     from ._typing import OnUnknown
@@ -346,6 +346,29 @@ def evaluate_factors(user_factors: ArrayLike, item_factors: ArrayLike,
     values = per_user_values(user_factors, item_factors, item_biases, test, train,
                               counts, users, k, chosen, n_threads, block_size)
     return _summarise(values, users, chosen, k, per_user, user_ids)
+
+
+if TYPE_CHECKING:  # the return type follows per_user
+    @overload
+    def evaluate(model: FactorRecommender, test: InteractionData,
+                 train: InteractionData | None = None, k: int = 10, *,
+                 metrics: str | Iterable[str] | None = None, n_threads: int | None = None,
+                 per_user: Literal[False] = False, on_unknown: OnUnknown = "skip",
+                 ) -> dict[str, float | int]: ...
+
+    @overload
+    def evaluate(model: FactorRecommender, test: InteractionData,
+                 train: InteractionData | None = None, k: int = 10, *,
+                 metrics: str | Iterable[str] | None = None, n_threads: int | None = None,
+                 per_user: Literal[True], on_unknown: OnUnknown = "skip",
+                 ) -> pd.DataFrame: ...
+
+    @overload
+    def evaluate(model: FactorRecommender, test: InteractionData,
+                 train: InteractionData | None = None, k: int = 10, *,
+                 metrics: str | Iterable[str] | None = None, n_threads: int | None = None,
+                 per_user: bool = False, on_unknown: OnUnknown = "skip",
+                 ) -> dict[str, float | int] | pd.DataFrame: ...
 
 
 def evaluate(model: FactorRecommender, test: InteractionData,

@@ -40,7 +40,11 @@ from .weights import resolve_rank_weighting
 __all__ = ["WARPFactorizer", "TUNED_PARAMS"]
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from typing import overload
+
+    from numpy.typing import ArrayLike, NDArray
+    from sklearn.utils import Tags
+
 
     from ._typing import (FeatureData, Float32Array, InteractionData, RandomState,
                           SparseMatrix, UserItems)
@@ -50,6 +54,9 @@ if TYPE_CHECKING:
     SampleWeight = None | Literal["values"] | ArrayLike | SparseMatrix
     #: ``callback(model, info)`` after every epoch; returning False stops training
     Callback = Callable[["WARPFactorizer", dict[str, Any]], Any]
+    #: ``(user_features, item_features)`` of a fit (None: not given)
+    SideFeatures = tuple[FeatureData | None, FeatureData | None]
+
 
 log = logging.getLogger(__name__)
 
@@ -508,7 +515,7 @@ class WARPFactorizer(FactorRecommender):
 
     # ------------------------------------------------------------------ sklearn API
     @classmethod
-    def _param_names(cls):
+    def _param_names(cls) -> list[str]:
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
 
@@ -526,7 +533,7 @@ class WARPFactorizer(FactorRecommender):
             setattr(self, key, value)
         return self
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         """Estimator tags of scikit-learn >= 1.6 (scikit-learn is imported only here).
 
         ``fit`` takes no target (``target_tags.required`` is False); X is interaction
@@ -541,7 +548,7 @@ class WARPFactorizer(FactorRecommender):
                     input_tags=InputTags(two_d_array=False, sparse=True, string=True),
                     non_deterministic=self.n_threads != 1)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         defaults = {p.name: p.default for p in
                     inspect.signature(type(self).__init__).parameters.values()}
         changed = [f"{k}={v!r}" for k, v in self.get_params().items()
@@ -628,7 +635,9 @@ class WARPFactorizer(FactorRecommender):
                 self._refit(X, sample_weight, callback, features, first.monitor)
         return self
 
-    def _refit(self, X, sample_weight, callback, features, monitor):
+    def _refit(self, X: InteractionData, sample_weight: SampleWeight,
+               callback: Callback | None, features: SideFeatures,
+               monitor: _validation.Monitor | None) -> None:
         """``early_stopping="refit"``: validate in more passes on disjoint hold-outs when
         the first pass checked few users, then train again from scratch on all of X for
         the epochs the passes agree on (:mod:`warprec._selection`), keeping the passes'
@@ -636,7 +645,8 @@ class WARPFactorizer(FactorRecommender):
         record = {name: getattr(self, name) for name in
                   ("validation_interval_", "learning_rate_drop_")}
         drops = self.learning_rate_drops_
-        recordings = [monitor.recorded]
+        assert monitor is not None, "the first pass validated (best_epoch_ is set)"
+        recordings = [_recorded(monitor)]
         # (every pass holds out of the first pass's split order, even when each fit draws
         # its own seed, random_state=None: the hold-outs are then disjoint)
         matrix, seed = self.train_matrix_, self.seed_
@@ -650,7 +660,7 @@ class WARPFactorizer(FactorRecommender):
                                       record_validation=True, validation_fold=fold,
                                       validation_seed=seed,
                                       validation_interval=record["validation_interval_"]))
-            recordings.append(trainer.monitor.recorded)
+            recordings.append(_recorded(trainer.monitor))
         agreement = agreed_epochs(recordings, plain_epochs(self._max_epochs()))
         log.info("early_stopping='refit': %d validated pass(es); the mean score peaks "
                  "after %d epochs (%+.4g against %d epochs, standard error %.2g): training "
@@ -667,7 +677,7 @@ class WARPFactorizer(FactorRecommender):
         self.early_stopping_ = True
         self.refit_ = True
 
-    def _max_epochs(self):
+    def _max_epochs(self) -> int:
         """The epochs of a fit with early stopping at most (``epochs`` resolved)."""
         return resolve_epochs(self._config().epochs, True)
 
@@ -801,7 +811,8 @@ class WARPFactorizer(FactorRecommender):
         """The checked parameters (:func:`warprec._plan.check_params`)."""
         return check_params(self.get_params())
 
-    def _kernel_settings(self, config, n_items, seed):
+    def _kernel_settings(self, config: TrainingConfig, n_items: int,
+                         seed: int) -> _train.Settings:
         """The kernel's settings with the fitted rates and this model's rank weighting
         over ``n_items`` items, its random streams keyed by ``seed``."""
         weighting = resolve_rank_weighting(self.rank_weighting, n_items, k=self.k,
@@ -810,13 +821,15 @@ class WARPFactorizer(FactorRecommender):
                                negative_weight=self.negative_weight_, dropout=self.dropout_,
                                weighting=weighting, seed=seed)
 
-    def _reset(self):
+    def _reset(self) -> None:
         for name in list(vars(self)):
             if name.endswith("_") and not name.startswith("__"):
                 delattr(self, name)
 
-    def _train(self, X, sample_weight, validation_data, callback, fresh, features,
-               overrides=None, snapshot=None):
+    def _train(self, X: InteractionData, sample_weight: SampleWeight,
+               validation_data: InteractionData | None, callback: Callback | None,
+               fresh: bool, features: SideFeatures, overrides: dict[str, Any] | None = None,
+               snapshot: dict[str, Any] | None = None) -> Trainer:
         """Check every input, then train; returns the trainer. ``overrides`` replaces
         fields of the training configuration (``early_stopping="refit"``'s passes). A
         failure before the first epoch restores the fitted state of ``snapshot`` (default:
@@ -849,7 +862,9 @@ class WARPFactorizer(FactorRecommender):
             progress.close()
         return trainer
 
-    def _prepare(self, X, sample_weight, validation_data, fresh, features, overrides):
+    def _prepare(self, X: InteractionData, sample_weight: SampleWeight,
+                 validation_data: InteractionData | None, fresh: bool,
+                 features: SideFeatures, overrides: dict[str, Any]) -> tuple[Trainer, int]:
         """Everything before the first epoch: the checked configuration (with
         ``overrides``), the input in the model's index space, the state allocated or
         grown, the validation split, the resolved rates; returns the trainer and its epoch
@@ -903,9 +918,13 @@ class WARPFactorizer(FactorRecommender):
         else:
             target = Target(self._parameters,
                             lambda: _train.Parameters(*self._parameters().values()))
-        return Trainer(self, config, inputs, target, matrix, monitor), config.epochs
+        # (epochs resolved to a count by _validation_split)
+        return Trainer(self, config, inputs, target, matrix, monitor), int(config.epochs)
 
-    def _validation_split(self, matrix, weights, validation_data, config):
+    def _validation_split(self, matrix: sp.csr_matrix, weights: NDArray[Any],
+                          validation_data: InteractionData | None, config: TrainingConfig,
+                          ) -> tuple[sp.csr_matrix, NDArray[Any], _validation.Monitor | None,
+                                     TrainingConfig]:
         """The positives to train on, their weights, the validation monitor (None when not
         validating) and the configuration with ``early_stopping``, ``epochs`` and
         ``validation_interval`` resolved. Early stopping without ``validation_data`` holds
@@ -922,7 +941,7 @@ class WARPFactorizer(FactorRecommender):
                         or _validation.auto_early_stopping(matrix))
         self.early_stopping_ = bool(stopping)
         config = replace(config, early_stopping=self.early_stopping_,
-                         epochs=resolve_epochs(config.epochs, stopping))
+                         epochs=resolve_epochs(config.epochs, self.early_stopping_))
         self.learning_rate_drop_ = resolve_learning_rate_drop(
             self.learning_rate_drop, config.loss, self.early_stopping_)
         if validation_data is None and not stopping:
@@ -951,34 +970,45 @@ class WARPFactorizer(FactorRecommender):
         self.validation_interval_ = int(interval)
         return matrix, weights, monitor, replace(config, validation_interval=int(interval))
 
-    def _parameters(self):
+    def _parameters(self) -> dict[str, Float32Array]:
         """The arrays that training updates (and early stopping restores), by name."""
         names = _hybrid.FEATURE_ARRAYS if self._hybrid() else _PARAMETER_ARRAYS
         return {name: getattr(self, name) for name in names}
 
     # ------------------------------------------------------------------ side features
-    def _hybrid(self):
+    def _hybrid(self) -> bool:
         return _hybrid.is_hybrid(self)
 
-    def _embed_features(self, kind, features):
+    if TYPE_CHECKING:  # items have biases, users none (as FactorRecommender's)
+        @overload
+        def _embed_features(self, kind: Literal["user"], features: FeatureData,
+                            ) -> tuple[Float32Array, None, NDArray[Any]]: ...
+
+        @overload
+        def _embed_features(self, kind: Literal["item"], features: FeatureData,
+                            ) -> tuple[Float32Array, Float32Array, NDArray[Any]]: ...
+
+    def _embed_features(self, kind: Literal["user", "item"], features: FeatureData,
+                        ) -> tuple[Float32Array, Float32Array | None, NDArray[Any]]:
         """``(factors, biases, labels)`` of the entities described by feature rows (see
         :func:`warprec._hybrid.embed`)."""
         if getattr(self, f"{kind}_feature_encoder_", None) is None:
             return super()._embed_features(kind, features)
         return _hybrid.embed(self, kind, features, self._known)
 
-    def _align_parameters(self):
+    def _align_parameters(self) -> None:
         """Give the parameter arrays cache-line-aligned data (a copy of those without,
         e.g. after ``load`` or a replaced attribute; see ``warprec._kernels.aligned``)."""
         for name in _PARAMETER_ARRAYS:
             setattr(self, name, aligned(getattr(self, name)))
 
-    def _outgrows_cache(self):
+    def _outgrows_cache(self) -> bool:
         """Whether the factors and their Adagrad state exceed ``PREFETCH_ABOVE_BYTES``."""
         (n_users, d), (n_items, _) = self.user_factors_.shape, self.item_factors_.shape
         return outgrows_cache(n_users, n_items, d, PREFETCH_ABOVE_BYTES)
 
-    def _fit_input(self, X, fresh):
+    def _fit_input(self, X: InteractionData, fresh: bool,
+                   ) -> tuple[sp.csr_matrix, NDArray[Any] | None, NDArray[Any] | None]:
         """Canonical CSR plus raw id arrays (None for matrix input); for a fitted model,
         in its index space extended by any new users and items of ``X``."""
         matrix, user_ids, item_ids = training_input(X)
@@ -1117,14 +1147,21 @@ class WARPFactorizer(FactorRecommender):
 
 
 # ---------------------------------------------------------------------- helpers
-def _same(a, b):
+def _same(a: object, b: object) -> bool:
     try:
         return bool(a == b) if not isinstance(a, np.ndarray) else False
     except Exception:
         return False
 
 
-def _check_validation_data(valid, train):
+def _recorded(monitor: _validation.Monitor | None) -> dict[int, NDArray[np.float64]]:
+    """The per-user values a validated pass of ``early_stopping="refit"`` recorded (its
+    monitor keeps them: ``record_validation=True``)."""
+    assert monitor is not None and monitor.recorded is not None, "a validated pass records"
+    return monitor.recorded
+
+
+def _check_validation_data(valid: sp.csr_matrix, train: sp.csr_matrix) -> None:
     """A ValueError when ``validation_data`` (in the model's index space) cannot measure
     anything: no positive of a user and item the model knows, or every positive also a
     training positive (the check ranks unseen items only, so it would score 0 at every

@@ -32,6 +32,11 @@ the identity feature's 1 (``feature_weight``); the warm and cold NDCG@10 of each
 reported beside the plain model's warm score (``cold_start_weights.jsonl``; ``w = 1`` is
 warprec's default hybrid model).
 
+``--feature-negatives 0,0.25,0.5`` measures ``feature_negatives`` (the share of the
+positives whose negatives are drawn among items sharing one of the positive's features)
+the same way (``cold_start_negatives.jsonl``), beside LightFM's best of the same seeds;
+it needs item features, so the user case reports ``p = 0`` only.
+
 ``--normalizations none,side,row`` (at ``--weights``, default 1) measures
 ``feature_normalization`` the same way (``cold_start_normalization.jsonl``), its cold
 scores also over LightFM's best of the same seeds (from ``cold_start.jsonl``; LightFM
@@ -218,10 +223,12 @@ def run(case, seed, threads):
                 baseline_cold=baseline, lightfm_best=best, lightfm_points=points)
 
 
-def weight_grid(case, seed, threads, weights, normalizations=("none",)):
+def weight_grid(case, seed, threads, weights, normalizations=("none",), negatives=None):
     """Warm and cold NDCG@10 with the side features weighted ``w`` against the identity
     feature (``WARPFactorizer(feature_weight=w)``), for each ``w`` of ``weights`` (and
-    each ``feature_normalization`` of ``normalizations``: then keyed ``"norm w"``)."""
+    each ``feature_normalization`` of ``normalizations``: then keyed ``"norm w"``), or,
+    with ``negatives``, for each ``feature_negatives`` of it at the first ``w`` (keyed
+    ``p``; the fit's seconds and epochs beside)."""
     from warprec import WARPFactorizer
     from warprec.evaluation import evaluate, evaluate_cold_items, evaluate_cold_users
 
@@ -237,6 +244,19 @@ def weight_grid(case, seed, threads, weights, normalizations=("none",)):
         warnings.simplefilter("ignore")   # test rows of entities only the other side has
         plain = WARPFactorizer(n_threads=threads, random_state=seed).fit(train)
         out = dict(case=case, seed=seed, weights={}, plain_warm=warm(plain))
+        for p in negatives or ():
+            if p > 0 and kind != "item":
+                continue
+            tic = time.perf_counter()
+            model = WARPFactorizer(n_threads=threads, random_state=seed,
+                                   feature_weight=weights[0], feature_negatives=p).fit(
+                train, **{f"{kind}_features": warm_features})
+            seconds = time.perf_counter() - tic
+            cold = cold_evaluate(model, cold_test, cold_features, metrics=["ndcg"])
+            out["weights"][str(p)] = dict(warm=warm(model), cold=cold["ndcg@10"],
+                                          seconds=seconds, epochs=int(model.epochs_done_))
+        if negatives:
+            return out
         for norm, w in itertools.product(normalizations, weights):
             model = WARPFactorizer(n_threads=threads, random_state=seed, feature_weight=w,
                                    feature_normalization=norm).fit(
@@ -267,18 +287,29 @@ def weights_report(runs):
     return "\n".join(lines) + "\n"
 
 
-def normalization_report(runs, lightfm):
-    """The table of ``--normalizations``: per case and variant, warm / cold NDCG@10 and
-    the cold score over LightFM's best (``lightfm``: case -> seed -> its best cold
-    score, from the main runs; the mean over the seeds both have)."""
+NORMALIZATION_TITLE = "## Feature-row normalisation"
+NORMALIZATION_TEXT = (
+    "`benchmarks/cold_start.py --normalizations ... --weights ...`: warm / cold NDCG@10 "
+    "(the mean over seeds) and, in brackets, cold over LightFM's best (the mean of "
+    "LightFM's best over the same seeds). `none 1.0` is the hybrid model before "
+    "normalisation; `side`: the given features of a row scaled to sum `w`; `row`: the "
+    "whole row, indicator included, to sum 1 (LightFM's `Dataset`).")
+NEGATIVES_TITLE = "## Negatives among the items that share a feature with the positive"
+NEGATIVES_TEXT = (
+    "`benchmarks/cold_start.py --feature-negatives ...`: warm / cold NDCG@10 (the mean "
+    "over seeds) and, in brackets, cold over LightFM's best (the mean of LightFM's best "
+    "over the same seeds), for `feature_negatives = p` (the share of the positives whose "
+    "negatives are drawn among the items sharing one of the positive's features; `0.0` is "
+    "the default hybrid model). It needs item features: the user case has `p = 0` only.")
+
+
+def normalization_report(runs, lightfm, title=NORMALIZATION_TITLE, text=NORMALIZATION_TEXT):
+    """The table of ``--normalizations`` (or of ``--feature-negatives``, with its
+    ``title`` and ``text``): per case and variant, warm / cold NDCG@10 and the cold score
+    over LightFM's best (``lightfm``: case -> seed -> its best cold score, from the main
+    runs; the mean over the seeds both have)."""
     variants = list(dict.fromkeys(k for r in runs for k in r["weights"]))
-    lines = ["## Feature-row normalisation", "",
-             "`benchmarks/cold_start.py --normalizations ... --weights ...`: warm / cold "
-             "NDCG@10 (the mean over seeds) and, in brackets, cold over LightFM's best (the "
-             "mean of LightFM's best over the same seeds). `none 1.0` is the hybrid model "
-             "before normalisation; `side`: the given features of a row scaled to sum "
-             "`w`; `row`: the whole row, indicator included, to sum 1 (LightFM's "
-             "`Dataset`).", "",
+    lines = [title, "", text, "",
              "| case | seeds | plain warm | " + " | ".join(variants) + " |",
              "|---|---|---|" + "---|" * len(variants)]
     merged: dict = {}   # case -> seed -> the latest run's plain score and every variant
@@ -333,14 +364,30 @@ def main(argv=None):
                         help="seeds first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--weights", type=lambda text: [float(w) for w in text.split(",")],
                         help="measure the side features' weight instead (comma-separated)")
+    parser.add_argument("--feature-negatives",
+                        type=lambda text: [float(p) for p in text.split(",")],
+                        help="measure feature_negatives instead (comma-separated shares), "
+                             "at the first of --weights (default 1)")
     parser.add_argument("--normalizations", type=lambda text: tuple(text.split(",")),
                         help="measure feature_normalization instead (comma-separated: "
                              "none, side, row), at each of --weights (default 1)")
     args = parser.parse_args(argv)
     weights_out = args.out.parent / "cold_start_weights.jsonl"
     norms_out = args.out.parent / "cold_start_normalization.jsonl"
+    negatives_out = args.out.parent / "cold_start_negatives.jsonl"
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    if args.normalizations and not args.report:
+    if args.feature_negatives and not args.report:
+        with negatives_out.open("a") as handle:
+            for case in args.case or CASES:
+                for seed in seeds:
+                    if load(case) is None:
+                        continue
+                    result = weight_grid(case, seed, args.threads, args.weights or [1.0],
+                                         negatives=args.feature_negatives)
+                    handle.write(json.dumps(result) + "\n")
+                    handle.flush()
+                    print(case, seed, json.dumps(result["weights"]), flush=True)
+    elif args.normalizations and not args.report:
         with norms_out.open("a") as handle:
             for case in args.case or CASES:
                 for seed in seeds:
@@ -380,13 +427,17 @@ def main(argv=None):
     if weights_out.exists():
         table += "\n" + weights_report([json.loads(line) for line in
                                           weights_out.read_text().splitlines() if line])
+    lightfm: dict = {}
+    for r in runs:
+        lightfm.setdefault(r["case"], {})[r["seed"]] = r["lightfm_best"]["cold"]
     if norms_out.exists():
-        lightfm: dict = {}
-        for r in runs:
-            lightfm.setdefault(r["case"], {})[r["seed"]] = r["lightfm_best"]["cold"]
         table += "\n" + normalization_report(
             [json.loads(line) for line in norms_out.read_text().splitlines() if line],
             lightfm)
+    if negatives_out.exists():
+        table += "\n" + normalization_report(
+            [json.loads(line) for line in negatives_out.read_text().splitlines() if line],
+            lightfm, NEGATIVES_TITLE, NEGATIVES_TEXT)
     (args.out.parent / "cold_start.md").write_text(table)
     print(table)
     return 0

@@ -346,8 +346,25 @@ def feature_bias(F, c, row):
     return f32(sum(f32(F[row, f]) * c[f] for f in np.flatnonzero(F[row])))
 
 
+#: Stream position of a sample's feature-negatives coin (``_kernels.features``).
+FEATURE_STREAM = (REDRAWS + 1) * ATTEMPT_STRIDE
+
+
+def pool_negative(key, t, pool, row_items, n_items):
+    """Draw ``t`` of a feature-negatives step: a uniform item of ``pool``, redrawn
+    (attempt ``a`` at ``FEATURE_STREAM + 2 + t + a * 2**40``) while it is in
+    ``row_items``; after ``REDRAWS`` positives, :func:`draw_negative`'s draw ``t``."""
+    taken = set(int(i) for i in row_items)
+    for attempt in range(REDRAWS):
+        j = int(pool[draw_below(key, FEATURE_STREAM + 2 + t + attempt * ATTEMPT_STRIDE,
+                                len(pool))])
+        if j not in taken:
+            return j
+    return draw_negative(key, t, row_items, n_items)
+
+
 def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
-                   max_sampled, adagrad, seed, epoch, loss="warp"):
+                   max_sampled, adagrad, seed, epoch, loss="warp", feature_negatives=0.0):
     """One epoch of the hybrid model, one positive at a time, in place.
 
     Mirrors ``warprec._kernels.features`` with one thread: representations are the
@@ -356,6 +373,10 @@ def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
     rows, then item i's (factors and biases), then item j's, each along its weight times
     the gradient of its representation; a feature's row decays by
     ``1 - lr * alpha / sqrt(m)`` with ``m`` the number of entities that have the feature.
+    With ``feature_negatives = p``: if the draw at ``FEATURE_STREAM`` is below ``p``, one
+    of item i's features that other items have (the draw at ``FEATURE_STREAM + 1``
+    among them) gives the pool of the step's draws (:func:`pool_negative`), and WARP's
+    rank is estimated among its ``m`` items, ``L(min(max((m - 2) // N, 1), m - 1))``.
     """
     f32 = np.float32
     n_items = FI.shape[0]
@@ -392,19 +413,32 @@ def features_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, lr, alpha,
         i = int(X.indices[p])
         ru, ri = rep(FU, EU, u), rep(FI, EI, i)
         f_i = f32(ru @ ri + bias(i))
+        pool = None
+        if feature_negatives > 0 and draw_unit(key, FEATURE_STREAM) < feature_negatives:
+            shared = [f for f in np.flatnonzero(FI[i]) if np.count_nonzero(FI[:, f]) > 1]
+            if shared:
+                pool = np.flatnonzero(FI[:, shared[draw_below(key, FEATURE_STREAM + 1,
+                                                               len(shared))]])
+
+        def negative(t):
+            if pool is None:
+                return draw_negative(key, t, row, n_items)
+            return pool_negative(key, t, pool, row, n_items)
+
+        Yr = Y if pool is None else len(pool) - 1
         if loss == "bpr":
-            j = draw_negative(key, 0, row, n_items)
+            j = negative(0)
             rj = rep(FI, EI, j)
             x = float(f_i - f32(ru @ rj + bias(j)))
             g = f32(1.0 / (1.0 + np.exp(x)))
         else:
             g = j = None
             for trial in range(1, max_sampled + 1):
-                cand = draw_negative(key, trial - 1, row, n_items)
+                cand = negative(trial - 1)
                 rj = rep(FI, EI, cand)
                 if f32(ru @ rj + bias(cand)) + 1.0 > f_i:
                     j = cand
-                    g = f32(table[min(max((Y - 1) // trial, 1), Y)])
+                    g = f32(table[min(max((Yr - 1) // trial, 1), Yr)])
                     break
             if g is None or g == 0:
                 continue

@@ -87,10 +87,12 @@ def test_fit_with_feature_normalization(files):
         f"{100 + i},{'Drama|Comedy' if i % 2 else 'Drama'}\n" for i in range(20)))
     proc = warprec("fit", files["ratings"], "-o", d / "normed.npz", "--epochs", 1, "--quiet",
                    "--factors", 4, "--threads", 1, "--item-features", d / "genres2.csv",
-                   "--feature-normalization", "side", "--feature-weight", 0.5)
+                   "--feature-normalization", "side", "--feature-weight", 0.5,
+                   "--feature-negatives", 0.25)
     assert proc.returncode == 0, proc.stderr
     model = WARPFactorizer.load(d / "normed.npz")
     assert model.feature_normalization_ == "side" and model.feature_weight_ == 0.5
+    assert model.feature_negatives == 0.25
     np.testing.assert_allclose(np.asarray(model.item_features_.sum(axis=1)).ravel(), 1.5,
                                rtol=1e-6)
     proc = warprec("fit", files["ratings"], "--item-features", d / "genres2.csv",

@@ -21,20 +21,24 @@ from warprec.weights import resolve_rank_weighting
 
 
 def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagrad, seed=3,
-                  epoch=1, lr=0.1, alpha=0.01, max_sampled=5, prefetch=False):
+                  epoch=1, lr=0.1, alpha=0.01, max_sampled=5, prefetch=False,
+                  feature_negatives=0.0):
     FU, FI = sp.csr_matrix(FU, dtype=np.float32), sp.csr_matrix(FI, dtype=np.float32)
+    pool = sp.csc_matrix(FI)
     fparams = FeatureParameters(
         FU.indptr.astype(np.int64), FU.indices.astype(np.int32), FU.data,
         FI.indptr.astype(np.int64), FI.indices.astype(np.int32), FI.data,
         EU, EI, c, GU, GI, Gc, decay_share(FU), decay_share(FI), leading_indicators(FU),
-        leading_indicators(FI), bool((FU.data == 1).all()), bool((FI.data == 1).all()))
+        leading_indicators(FI), bool((FU.data == 1).all()), bool((FI.data == 1).all()),
+        pool.indptr.astype(np.int64), pool.indices.astype(np.int32))
     users = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
     positives = train.Positives(X.indptr.astype(np.int64), X.indices, users,
                                 np.ones(X.nnz, np.float32), np.zeros(0, np.int64), np.zeros(0),
                                 filter_of(X))
     settings = train.Settings(np.float32(lr), np.float32(alpha), np.float32(0.0), max_sampled,
                               1, 1, np.float32(0.5), np.float32(1.0), np.float32(0.0),
-                              np.float32(0.2), 1, 1, table, 1.0, False, seed)
+                              np.float32(0.2), 1, 1, table, 1.0, False, seed,
+                              feature_negatives=feature_negatives)
     mode = train.Mode(loss, exact_rank=False, adagrad=adagrad, clip=False, prefetch=prefetch,
                       features=True)
     work = train.make_work(mode, 1, EU.shape[1], X.shape[1], max_sampled, 1)
@@ -47,11 +51,12 @@ def _kernel_epoch(EU, EI, c, GU, GI, Gc, FU, FI, X, order, table, *, loss, adagr
 # the golden digests compile WARP with Adagrad without prefetching)
 @pytest.mark.parametrize("loss,adagrad,prefetch", [(train.LOSS_WARP, True, True),
                                                    (train.LOSS_BPR, False, False)])
-@pytest.mark.parametrize("unit", [False, True])
-def test_hybrid_epoch_matches_reference(loss, adagrad, prefetch, unit):
+@pytest.mark.parametrize("unit,feature_negatives", [(False, 0.0), (True, 0.0), (False, 0.6)])
+def test_hybrid_epoch_matches_reference(loss, adagrad, prefetch, unit, feature_negatives):
     """Users and items with several features each (shared between entities), weighted
     or all of weight 1 (whose weights the kernel does not read): one kernel epoch
-    follows the reference update by update."""
+    follows the reference update by update, also with a share of the positives taking
+    their negatives among the items that share a feature (``feature_negatives``)."""
     gen = np.random.default_rng(4)
     n_users, n_items, d = 15, 40, 6
     X = sp.random(n_users, n_items, density=0.15, format="csr", random_state=4,
@@ -69,13 +74,20 @@ def test_hybrid_epoch_matches_reference(loss, adagrad, prefetch, unit):
     order = gen.permutation(X.nnz).astype(np.int64)
     table = resolve_rank_weighting("harmonic", n_items).table
     assert _kernel_epoch(*fast, FU, FI, X, order, table, loss=loss, adagrad=adagrad,
-                         prefetch=prefetch)
+                         prefetch=prefetch, feature_negatives=feature_negatives)
     naive.features_epoch(*slow, FU, FI, X, order, table, lr=0.1, alpha=0.01, max_sampled=5,
                          adagrad=adagrad, seed=3, epoch=1,
-                         loss="bpr" if loss == train.LOSS_BPR else "warp")
+                         loss="bpr" if loss == train.LOSS_BPR else "warp",
+                         feature_negatives=feature_negatives)
     for got, want in zip(fast, slow):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     assert not np.array_equal(fast[0], EU) and not np.array_equal(fast[2], c)
+    if feature_negatives:   # (the steps among feature-sharing items did happen)
+        uniform = [EU.copy(), EI.copy(), c.copy(), np.ones_like(EU), np.ones_like(EI),
+                   np.ones_like(c)]
+        assert _kernel_epoch(*uniform, FU, FI, X, order, table, loss=loss, adagrad=adagrad,
+                             prefetch=prefetch)
+        assert not np.array_equal(uniform[1], fast[1])
 
 
 @pytest.mark.parametrize("d", [FIXED_D, 5])
@@ -538,3 +550,29 @@ def test_feature_normalization_of_a_saved_model_is_checked(tmp_path):
     del data["feature_normalization"]                     # files from before: "none"
     np.savez(tmp_path / "old.npz", **data)
     assert WARPFactorizer.load(tmp_path / "old.npz").feature_normalization_ == "none"
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, float("nan")])
+def test_feature_negatives_is_checked(value):
+    X = make_interactions(30, 20, 150, random_state=0)
+    with pytest.raises(ValueError, match="feature_negatives"):
+        WARPFactorizer(epochs=1, feature_negatives=value).fit(X)
+
+
+def test_feature_negatives_needs_item_features():
+    """A share of feature negatives needs item features: a clear error without any
+    features and with user features only; with item features, one-thread fits repeat
+    bit for bit and differ from the uniform draws' fit."""
+    X = make_interactions(40, 30, 300, random_state=0)
+    users = sp.csr_matrix(np.eye(40, 3, dtype=np.float32))
+    items = sp.csr_matrix((np.arange(30)[:, None] % 3 == np.arange(3)).astype(np.float32))
+    params = dict(epochs=3, n_threads=1, random_state=0)
+    with pytest.raises(ValueError, match="feature_negatives=0.5 .*item"):
+        WARPFactorizer(feature_negatives=0.5, **params).fit(X)
+    with pytest.raises(ValueError, match="feature_negatives=0.5 .*item_features"):
+        WARPFactorizer(feature_negatives=0.5, **params).fit(X, user_features=users)
+    fits = [WARPFactorizer(feature_negatives=p, **params).fit(X, item_features=items)
+            for p in (0.5, 0.5, 0.0)]
+    np.testing.assert_array_equal(fits[0].item_feature_factors_,
+                                  fits[1].item_feature_factors_)
+    assert not np.array_equal(fits[0].item_feature_factors_, fits[2].item_feature_factors_)

@@ -90,6 +90,10 @@ def initialise(model, features, config):
     """Encode the side features (indicator features first) and initialise one
     embedding (and item bias) per feature as ``fit`` initialises factors."""
     config.loss.check_features(config.kos_n, config.exact_rank, model.max_norm)
+    if config.feature_negatives > 0 and features[1] is None:
+        raise ValueError(f"feature_negatives={config.feature_negatives} draws negatives among "
+                         f"items that share an item feature: pass item_features, or set "
+                         f"feature_negatives=0.")
     model.feature_weight_ = float(model.feature_weight)
     model.feature_normalization_ = str(model.feature_normalization)
     matrices, names = [], []
@@ -336,6 +340,8 @@ def kernel_parameters(model):
             model.item_feature_biases_[:n_items], model.user_feature_grad_sq_[:n_users],
             model.item_feature_grad_sq_[:n_items],
             model.item_feature_bias_grad_sq_[:n_items])
+    pool = sp.csc_matrix(V)
+    pool.sort_indices()
     return FeatureParameters(
         U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float32),
         V.indptr.astype(np.int64), V.indices.astype(np.int32), V.data.astype(np.float32),
@@ -343,7 +349,8 @@ def kernel_parameters(model):
         model.user_feature_grad_sq_, model.item_feature_grad_sq_,
         model.item_feature_bias_grad_sq_, decay_share(U), decay_share(V),
         leading_indicators(U), leading_indicators(V), bool((U.data == 1).all()),
-        bool((V.data == 1).all()))
+        bool((V.data == 1).all()), pool.indptr.astype(np.int64),
+        pool.indices.astype(np.int32))
 
 
 def represent(model):

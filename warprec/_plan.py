@@ -75,6 +75,7 @@ PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "feature_weight": [Interval(Real, 0, None, closed="neither",
                                 text="a finite number > 0")],
     "feature_normalization": [Options(NORMALIZATIONS)],
+    "feature_negatives": [Interval(Real, 0, 1, closed="both")],
 }
 
 
@@ -117,6 +118,9 @@ class TrainingConfig:
     #: the cosine losses: positives per shared set of ``n_negatives`` draws (1: per
     #: positive, ``_kernels.shared`` above 1)
     negative_sharing: int = 1
+    #: the hybrid model: share of the positives whose negatives are drawn among the items
+    #: that share one of the positive's item features (``_kernels.features``)
+    feature_negatives: float = 0.0
 
     @property
     def violators(self) -> bool:
@@ -167,7 +171,8 @@ def check_params(params: dict[str, Any]) -> TrainingConfig:
         n_threads=resolve_threads(params["n_threads"]),
         max_norm=float(params["max_norm"] or 0.0), margin=float(params["margin"]),
         temperature=float(params["temperature"]),
-        negative_sharing=int(params["negative_sharing"]))
+        negative_sharing=int(params["negative_sharing"]),
+        feature_negatives=float(params["feature_negatives"]))
 
 
 def drop_needs_validation(learning_rate_drop: float | str) -> bool:

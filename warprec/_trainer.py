@@ -93,7 +93,8 @@ def kernel_settings(config: TrainingConfig, *, learning_rate: float, alpha: floa
         dropout=np.float32(dropout), temperature=np.float32(config.temperature),
         kos_k=config.kos_k, kos_n=config.kos_n, rank_table=weighting.table,
         top_fraction=float(weighting.top_fraction), normalize=bool(weighting.normalize),
-        seed=seed, negative_sharing=config.negative_sharing)
+        seed=seed, negative_sharing=config.negative_sharing,
+        feature_negatives=float(config.feature_negatives))
 
 
 def outgrows_cache(n_users: int, n_items: int, d: int,
@@ -131,6 +132,10 @@ def kernel_inputs(config: TrainingConfig, matrix: sp.csr_matrix, d: int, *,
     if features and config.violators:
         raise ValueError("max_violators > 1 is not available with side features yet; "
                          "set max_violators=1 or fit without features.")
+    if config.feature_negatives > 0 and not features and not freeze_items:
+        raise ValueError(f"feature_negatives={config.feature_negatives} draws negatives "
+                         f"among items that share an item feature, which needs item side "
+                         f"features: fit(..., item_features=...), or feature_negatives=0.")
     mode = kernel_mode(config, prefetch=prefetch, features=features,
                        freeze_items=freeze_items)
     positives = kernel_positives(matrix, weights, grades, neg_cdf)

@@ -79,6 +79,9 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--feature-weight", type=float, default=None,
                    help="with --item-features / --user-features: a given feature's weight "
                         "against the entity's own indicator (default 1)")
+    g.add_argument("--feature-negatives", type=float, default=None,
+                   help="with --item-features: share of the positives whose negatives are "
+                        "drawn among items sharing one of its features (default 0)")
     g.add_argument("--feature-normalization", choices=["none", "side", "row"], default=None,
                    help="with --item-features / --user-features: scale each row's given "
                         "features to sum the weight (side) or the whole row to sum 1 (row, "
@@ -267,6 +270,7 @@ def _make_model(args: argparse.Namespace) -> WARPFactorizer:
                         ("temperature", args.temperature),
                         ("feature_weight", args.feature_weight),
                         ("feature_normalization", args.feature_normalization),
+                        ("feature_negatives", args.feature_negatives),
                         ("learning_rate_drop", args.learning_rate_drop)):
         if value is not None:
             params[name] = value

@@ -358,6 +358,13 @@ class WARPFactorizer(FactorRecommender):
         popularity on MovieLens, where both lose cold items; measured in
         benchmarks/results/cold_start.md). The value used is ``feature_normalization_``
         (saved with the model).
+    feature_negatives : float, default 0.0
+        With item features (WARP or BPR): the share of the positives whose negatives are
+        drawn among the items that share one of the positive's features (the rest are
+        drawn uniformly), which trains the features to rank items of one genre against
+        each other, as ranking cold items of that genre needs; their rank estimate is the
+        positive's rank among that feature's items. Measured in
+        benchmarks/results/cold_start.md.
 
     Attributes
     ----------
@@ -476,7 +483,7 @@ class WARPFactorizer(FactorRecommender):
                  validation_interval: int | Literal["auto"] = "auto",
                  learning_rate_drop: float | Literal["auto"] = "auto", verbose: bool = False,
                  identity_features: bool = True, feature_weight: float = 1.0,
-                 feature_normalization: str = "none") -> None:
+                 feature_normalization: str = "none", feature_negatives: float = 0.0) -> None:
         self.n_components = n_components
         self.epochs = epochs
         self.learning_rate = learning_rate
@@ -512,6 +519,7 @@ class WARPFactorizer(FactorRecommender):
         self.identity_features = identity_features
         self.feature_weight = feature_weight
         self.feature_normalization = feature_normalization
+        self.feature_negatives = feature_negatives
 
     # ------------------------------------------------------------------ sklearn API
     @classmethod

@@ -116,6 +116,9 @@ class Settings(NamedTuple):
     seed: int                   # key of the random streams, with the epoch
     negative_sharing: int = 1   # CCL, softmax with Mode.shared: positives per shared set
     #                             of n_negatives draws (:mod:`.shared`)
+    feature_negatives: float = 0.0  # hybrid WARP, BPR: share of the positives whose
+    #                             negatives are drawn among items sharing one of the
+    #                             positive's features (:mod:`.features`)
 
 
 class Work(NamedTuple):

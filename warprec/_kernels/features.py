@@ -25,6 +25,26 @@ likely out of cache, the shared feature rows are read by many samples. The first
 candidates of the next sample are drawn one sample early (``warp.draw_early``) and their
 feature lists asked for at the start of their sample.
 
+With ``Settings.feature_negatives = p > 0`` a share ``p`` of the positives (a coin per
+positive, drawn from the sample's stream) take their negatives among the items that share
+a feature with the positive (:func:`pool_feature`, :func:`draw_pool_negative`): one of
+the positive's item features shared with another item is chosen uniformly, and every
+negative of the step is drawn uniformly among that feature's items (the column of the
+item feature matrix, ``FeatureParameters.item_pool_*``), redrawn while it is one of the
+user's positives. The step's features shared by ``i`` and ``j`` cancel in ``rep_j -
+rep_i``, so such a step trains what tells items of one genre apart for the user, which
+is all that ranks cold items of that genre against each other; uniform draws mostly
+train what tells genres apart. WARP's rank estimate assumes uniform draws over the
+user's negatives: from draws within a feature's ``m`` items it estimates the rank of
+``i`` among them, ``floor((m - 2) / N)`` (``m - 1`` candidates; the user's other
+positives among them are not counted), and the step descends ``L`` of that rank, a WARP
+loss over the feature's items (Weston et al.'s estimate, honest for that loss; not the
+rank among all items, which it underestimates). BPR takes its one negative there. The
+draws lie past every position :func:`.negatives.draw_negative` uses
+(``FEATURE_STREAM``), and with ``p = 0`` nothing is drawn: the uniform steps are
+unchanged bit for bit. Such a step does not use the candidates drawn early
+(``Mode.prefetch``).
+
 Supported: the WARP loss with the estimated rank and BPR, Adagrad or plain SGD; not
 k-OS, exact ranks, max-norm or the ordinal loss (the estimator refuses those
 combinations).
@@ -35,14 +55,22 @@ from typing import NamedTuple
 import numpy as np
 
 from ._flags import inlined
-from .config import FIXED_D, SAMPLES_AHEAD
+from .config import FIXED_D, REDRAWS, SAMPLES_AHEAD
 from .epoch import LOSS_BPR, ids_ahead, prefetch_ids
-from .negatives import draw_negative, filter_shift
+from .negatives import ATTEMPT_STRIDE, draw_negative, filter_shift, is_positive
 from .prefetch import prefetch, prefetch_row
+from .rng import draw_below, draw_unit
 from .updates import bpr_terms, rank_loss_weight
 from .warp import draw_early, first_violator, prefetch_ahead, sampled_rank
 
-__all__ = ["FeatureParameters"]
+__all__ = ["FeatureParameters", "FEATURE_STREAM"]
+
+#: The stream position of a sample's feature-negatives coin; the chosen feature's draw is
+#: at the next position, the pool draw ``t``'s attempt ``a`` at ``FEATURE_STREAM + 2 + t +
+#: a * ATTEMPT_STRIDE``: past every position :func:`.negatives.draw_negative` uses.
+FEATURE_STREAM = (REDRAWS + 1) * ATTEMPT_STRIDE
+_NO_POOL_PTR = np.zeros(1, np.int64)
+_NO_POOL_ITEMS = np.zeros(0, np.int32)
 
 
 class FeatureParameters(NamedTuple):
@@ -68,6 +96,10 @@ class FeatureParameters(NamedTuple):
     user_unit_weights: bool            # every user feature weight is 1 (the weights are
     #                                    then not read)
     item_unit_weights: bool            # the same for the items
+    item_pool_indptr: np.ndarray = _NO_POOL_PTR       # int64 (n_item_features + 1,): the
+    #                                    item feature matrix in CSC form, for the draws of
+    item_pool_items: np.ndarray = _NO_POOL_ITEMS      # Settings.feature_negatives: int32,
+    #                                    the items of each feature column, sorted
 
 
 @inlined
@@ -187,6 +219,59 @@ def fetch_candidate(rows, j):
         prefetch(share, j)
 
 
+# ------------------------------------------------------------ feature negatives
+@inlined
+def pool_feature(iptr, iind, pool_ptr, i, key):
+    """A feature of item ``i`` that another item has, uniformly among them (stream
+    position ``FEATURE_STREAM + 1``), or -1 if ``i`` has none."""
+    n = 0
+    for q in range(iptr[i], iptr[i + 1]):
+        f = iind[q]
+        if f + 1 < pool_ptr.shape[0] and pool_ptr[f + 1] - pool_ptr[f] > 1:
+            n += 1
+    if n == 0:
+        return -1
+    r = draw_below(key, FEATURE_STREAM + 1, n)
+    for q in range(iptr[i], iptr[i + 1]):
+        f = iind[q]
+        if f + 1 < pool_ptr.shape[0] and pool_ptr[f + 1] - pool_ptr[f] > 1:
+            if r == 0:
+                return f
+            r -= 1
+    return -1
+
+
+@inlined
+def draw_pool_negative(pool_ptr, pool_items, f, indices, start, end, u, n_items, neg_cdf,
+                       filt, shift, key, t):
+    """Draw ``t`` of a feature-negatives step: an item of feature ``f``'s column, uniform,
+    redrawn while it is one of user ``u``'s positives (attempt ``a`` at position
+    ``FEATURE_STREAM + 2 + t + a * ATTEMPT_STRIDE``); after ``REDRAWS`` positives in a
+    row, the uniform draw ``t`` of :func:`.negatives.draw_negative`."""
+    lo = pool_ptr[f]
+    m = pool_ptr[f + 1] - lo
+    for attempt in range(REDRAWS):
+        j = pool_items[lo + draw_below(key, FEATURE_STREAM + 2 + t + attempt * ATTEMPT_STRIDE,
+                                       m)]
+        if not is_positive(filt, shift, u, j, indices, start, end):
+            return j
+    return draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, t)
+
+
+@inlined
+def pool_violator(rows, f_i, max_sampled, pool_ptr, pool_items, f, indices, start, end, u,
+                  n_items, neg_cdf, filt, shift, key):
+    """:func:`.warp.first_violator` with the draws of :func:`draw_pool_negative`:
+    ``(j, f(u, j), N)``, or ``(-1, 0, max_sampled)``."""
+    for trial in range(1, max_sampled + 1):
+        j = draw_pool_negative(pool_ptr, pool_items, f, indices, start, end, u, n_items,
+                               neg_cdf, filt, shift, key, trial - 1)
+        f_j = feature_score(rows, j)
+        if f_j + np.float32(1.0) > f_i:
+            return j, f_j, trial
+    return -1, np.float32(0.0), max_sampled
+
+
 # ------------------------------------------------------------- the epoch's plug-ins
 @inlined
 def begin(fparams, positives, settings, work, thread):
@@ -293,13 +378,34 @@ def step(state, positives, s, p, u, start, end, n_neg, key, loss, exact_rank, ad
     f_i = _dot_rows(rep_u, rep_i, d) + b_i
     rows = (rep_u, iptr, iind, iw, iunit, EI, c, fparams.item_indicators,
             fparams.item_decay_share)
+    pool_ptr, pool_items = fparams.item_pool_indptr, fparams.item_pool_items
+    f = -1
+    if settings.feature_negatives > 0 and \
+            draw_unit(key, FEATURE_STREAM) < settings.feature_negatives:
+        f = pool_feature(iptr, iind, pool_ptr, i, key)
     if loss == LOSS_BPR:
-        j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
+        if f >= 0:
+            j = draw_pool_negative(pool_ptr, pool_items, f, indices, start, end, u, n_items,
+                                   neg_cdf, filt, shift, key, 0)
+        else:
+            j = draw_negative(indices, start, end, u, n_items, neg_cdf, filt, shift, key, 0)
         g, sample_loss = bpr_terms(f_i - feature_score(rows, j))
         sample_loss = w * sample_loss
         rank_loss = 0.0
         g = w * g
         trials = 1
+    elif f >= 0:
+        j, f_j, trials = pool_violator(rows, f_i, settings.max_sampled, pool_ptr, pool_items,
+                                       f, indices, start, end, u, n_items, neg_cdf, filt,
+                                       shift, key)
+        if j < 0:
+            return True, 0, trials, 0.0, 0.0
+        m_neg = pool_ptr[f + 1] - pool_ptr[f] - 1
+        lw = rank_loss_weight(settings.rank_table, sampled_rank(1, trials, m_neg), m_neg,
+                              settings.top_fraction, settings.normalize)
+        sample_loss = w * lw * (1.0 + f_j - f_i)
+        rank_loss = w * lw
+        g = w * lw
     else:
         j, f_j, trials = first_violator(feature_score, fetch_candidate, rows, f_i,
                                         settings.max_sampled, indices, start, end, u, n_items,

@@ -8,7 +8,8 @@ on them (Jamieson & Talwalkar 2016; the repeated brackets of Hyperband, Li et al
 every configuration of a bracket trains with early stopping for a few epochs, the best
 third trains longer, and so on, until the time budget (which includes the final refit on
 all the data; large data keep the chosen trial's model instead) is spent.
-Every trial holds out the same validation positives. The best configuration replaces
+Every trial holds out the same validation positives (or, with ``cold_start``, the same
+whole items or users, ranked from their features). The best configuration replaces
 the defaults only if its per-user validation gain over them is larger than its noise.
 
 References
@@ -352,7 +353,29 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         ``feature_weight`` and without several violators, which the hybrid model does
         not train), with no zero-shot start; a given space must keep to losses ``"warp"``
         and ``"bpr"`` with one violator. The trials validate on held-out positives of
-        known users and items (warm quality), not on new ones.
+        known users and items (warm quality), not on new ones, unless ``cold_start``.
+    cold_start : {None, "items", "users"}, default None
+        None: the trials validate as described above. ``"items"`` (``"users"``, which
+        need ``item_features`` / ``user_features``): they validate on new items (users),
+        so that the search picks the configuration that ranks entities it never trained
+        on best from their features. Of the items (users) of X with a feature row (a
+        DataFrame row naming them; a non-empty matrix row) and a positive,
+        ``round(validation_fraction * n)`` lose every positive to validation, drawn as
+        ``split_cold_items`` (``split_cold_users``) draws them with
+        ``random_state=TuneResult.random_state`` and those entities as ``items=``
+        (``users=``); every trial trains on the rest (the users and items it names).
+        After every ``validation_interval``-th epoch (1 unless the checks outweigh the
+        training, as the estimator's ``"auto"``) a callback scores the trial's model:
+        ``metric`` over the users with a held-out positive (``"items"``: the held-out
+        items ranked for each user, embedded from their features alone; ``"users"``:
+        every trial item ranked for each held-out user, embedded from its features
+        alone), as :func:`~warprec.evaluation.evaluate_cold_items`
+        (``evaluate_cold_users``) computes it, on a seeded sample of 10,000 users if
+        there are more. The callback stops the trial ``n_iter_no_change`` epochs after
+        its best check and restores that check's parameters (the estimator trains the
+        trial without validation of its own). The paired choice against the defaults
+        compares those users' scores. The chosen configuration is always refit on all
+        of X (every entity, every positive) for its epoch count.
     clock : {"wall", "work"}, default "wall"
         What the budget counts. ``"wall"``: wall time, as described above. ``"work"``:
         the work of the trials and of the final fit, counted from the training kernel's
@@ -379,7 +402,9 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     ------
     ValueError, TypeError
         Bad arguments (the message says which and how to fix it), an invalid choice in
-        the search space, or data too small to validate on (no user with 2 positives).
+        the search space, or data too small to validate on (no user with 2 positives;
+        with ``cold_start``: no featured entity held out, every one held out, or no user
+        to score on them), or ``cold_start`` without the matching features.
     DivergenceError
         Every trial diverged, or the final refit did.
 

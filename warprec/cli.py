@@ -223,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "search the hybrid model, its features' weight "
                                            "included")
     p.add_argument("--user-features", help="CSV of user features with a user id column")
+    p.add_argument("--cold-start", choices=("items", "users"), default=None,
+                   help="validate every trial on held-out items (users) ranked from their "
+                        "features alone, so that the search picks the configuration that "
+                        "ranks new ones best (needs --item-features / --user-features)")
     _data_args(p)
 
     p = sub.add_parser("recommend", help="top-k items for users from a saved model")
@@ -647,13 +651,17 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
                        f"(got {args.time_budget}).")
     if args.output:
         _check_output(args.output)
+    kind = {"items": "item", "users": "user", None: None}[args.cold_start]
+    if kind is not None and not getattr(args, f"{kind}_features"):
+        raise CLIError(f"--cold-start {args.cold_start} ranks held-out {kind}s from their "
+                       f"features: pass --{kind}-features too.")
     data = _read_positives(args.ratings, args)
     features = _read_side_features(args)
     # the ignores: TuneResult.best_model and .trials are annotated as object. "both" is
     # tune's default space (and its zero-shot start; with features, the hybrid space)
     result = tune(data, time_budget=args.time_budget, n_threads=args.threads,
                   random_state=args.seed, metric=args.metric, verbose=not args.quiet,
-                  clock=args.clock,
+                  clock=args.clock, cold_start=args.cold_start,
                   search_space={"warp": WARP_SEARCH_SPACE, "ccl": CCL_SEARCH_SPACE,
                                 "both": None}[args.space],
                   user_features=features.get("user_features"),
@@ -667,7 +675,7 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
                       elapsed_seconds=result.elapsed_seconds,
                       compile_seconds=result.compile_seconds,
                       time_budget=result.time_budget, clock=result.clock,
-                      budget_seconds=result.budget_seconds,
+                      budget_seconds=result.budget_seconds, cold_start=result.cold_start,
                       trials=[{k: _json_value(v) for k, v in row.items()}
                               for row in trials.to_dict("records")])
         if path is not None:
@@ -679,10 +687,12 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
                 f"first" if result.compile_seconds >= 1 else "")
     counted = (f", {result.budget_seconds:.1f} s of it counted as work"
                if result.clock == "work" else "")
+    cold = f" on held-out {result.cold_start}" if result.cold_start else ""
     out.write(f"{len(trials)} trial evaluations of {trials['trial'].nunique()} configurations "
               f"in {result.elapsed_seconds:.1f} s (budget {result.time_budget:g} s"
               f"{counted}{compiled}); "
-              f"best {min(10, trials['trial'].nunique())} by validation {result.metric}:\n")
+              f"best {min(10, trials['trial'].nunique())} by validation {result.metric}"
+              f"{cold}:\n")
     out.write(_trials_table(trials, result.metric, 10, result.best_trial))
     kept = (" (the defaults: no trial beat them beyond the noise)"
             if result.best_trial == 0 else "")

@@ -8,7 +8,8 @@ on them (Jamieson & Talwalkar 2016; the repeated brackets of Hyperband, Li et al
 every configuration of a bracket trains with early stopping for a few epochs, the best
 third trains longer, and so on, until the time budget (which includes the final refit on
 all the data; large data keep the chosen trial's model instead) is spent.
-Every trial holds out the same validation positives. The best configuration replaces
+Every trial holds out the same validation positives (or, with ``cold_start``, the same
+whole items or users, ranked from their features). The best configuration replaces
 the defaults only if its per-user validation gain over them is larger than its noise.
 
 References
@@ -37,7 +38,7 @@ from numbers import Real
 
 import numpy as np
 
-from . import _portfolio, _validation
+from . import _cold_tune, _portfolio, _validation
 from ._clock import WallClock, WorkClock, feature_rows
 from ._inputs import POSITIVE_INT, RANDOM_STATE, Interval, Options, validate_params
 from ._plan import check_params, resolve_epochs, training_input
@@ -196,6 +197,11 @@ class TuneResult:
         clock; on the work clock the counted work of the trials and the final fit.
     random_state : int
         The seed used (drawn at random when ``random_state=None`` was given).
+    cold_start : str or None
+        ``tune``'s ``cold_start``: None when the trials validated on held-out positives
+        of known users and items, ``"items"`` or ``"users"`` when they validated on
+        held-out entities ranked from their features (``best_score`` and the trials'
+        scores are then those of the held-out entities).
     best_trial : int
         The ``trial`` number of ``best_params`` (0: the defaults).
     """
@@ -212,6 +218,7 @@ class TuneResult:
     compile_seconds: float = 0.0
     clock: str = "wall"
     budget_seconds: float = 0.0
+    cold_start: str | None = None
 
 
 def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None = None,
@@ -221,7 +228,8 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
          max_epochs: int = 200, n_iter_no_change: int = 10,
          verbose: bool = False, user_features: FeatureData | None = None,
          item_features: FeatureData | None = None,
-         clock: Literal["wall", "work"] = "wall") -> TuneResult:
+         clock: Literal["wall", "work"] = "wall",
+         cold_start: Literal["items", "users"] | None = None) -> TuneResult:
     """Search WARPFactorizer hyperparameters within a wall-time budget.
 
     A trial trains ``WARPFactorizer(**config, early_stopping=True,
@@ -345,7 +353,29 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         ``feature_weight`` and without several violators, which the hybrid model does
         not train), with no zero-shot start; a given space must keep to losses ``"warp"``
         and ``"bpr"`` with one violator. The trials validate on held-out positives of
-        known users and items (warm quality), not on new ones.
+        known users and items (warm quality), not on new ones, unless ``cold_start``.
+    cold_start : {None, "items", "users"}, default None
+        None: the trials validate as described above. ``"items"`` (``"users"``, which
+        need ``item_features`` / ``user_features``): they validate on new items (users),
+        so that the search picks the configuration that ranks entities it never trained
+        on best from their features. Of the items (users) of X with a feature row (a
+        DataFrame row naming them; a non-empty matrix row) and a positive,
+        ``round(validation_fraction * n)`` lose every positive to validation, drawn as
+        ``split_cold_items`` (``split_cold_users``) draws them with
+        ``random_state=TuneResult.random_state`` and those entities as ``items=``
+        (``users=``); every trial trains on the rest (the users and items it names).
+        After every ``validation_interval``-th epoch (1 unless the checks outweigh the
+        training, as the estimator's ``"auto"``) a callback scores the trial's model:
+        ``metric`` over the users with a held-out positive (``"items"``: the held-out
+        items ranked for each user, embedded from their features alone; ``"users"``:
+        every trial item ranked for each held-out user, embedded from its features
+        alone), as :func:`~warprec.evaluation.evaluate_cold_items`
+        (``evaluate_cold_users``) computes it, on a seeded sample of 10,000 users if
+        there are more. The callback stops the trial ``n_iter_no_change`` epochs after
+        its best check and restores that check's parameters (the estimator trains the
+        trial without validation of its own). The paired choice against the defaults
+        compares those users' scores. The chosen configuration is always refit on all
+        of X (every entity, every positive) for its epoch count.
     clock : {"wall", "work"}, default "wall"
         What the budget counts. ``"wall"``: wall time, as described above. ``"work"``:
         the work of the trials and of the final fit, counted from the training kernel's
@@ -372,7 +402,9 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     ------
     ValueError, TypeError
         Bad arguments (the message says which and how to fix it), an invalid choice in
-        the search space, or data too small to validate on (no user with 2 positives).
+        the search space, or data too small to validate on (no user with 2 positives;
+        with ``cold_start``: no featured entity held out, every one held out, or no user
+        to score on them), or ``cold_start`` without the matching features.
     DivergenceError
         Every trial diverged, or the final refit did.
 
@@ -405,8 +437,8 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     except ValueError as exc:
         raise ValueError(str(exc).replace("validation_metric", "metric", 1)) from None
     validate_params(dict(validation_fraction=validation_fraction, max_epochs=max_epochs,
-                         n_iter_no_change=n_iter_no_change, verbose=verbose, clock=clock),
-                    _TUNE_CONSTRAINTS)
+                         n_iter_no_change=n_iter_no_change, verbose=verbose, clock=clock,
+                         cold_start=cold_start), _TUNE_CONSTRAINTS)
     budget, fraction = float(time_budget), float(validation_fraction)
     max_epochs, patience = int(max_epochs), int(n_iter_no_change)
 
@@ -420,14 +452,30 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
                          matrix.shape[1])
     if features:
         _check_hybrid_space(space)
-    # the split of every trial's early stopping (they all have random_state=seed)
-    held = _validation.early_stopping_holdout(matrix, fraction,
-                                              draw_seed(np.random.default_rng(seed)))
-    if not held.any():
-        raise ValueError(f"X is too small to tune on: with validation_fraction={fraction} no "
-                         f"user has a validation positive (a user needs at least 2 "
-                         f"positives, and about 1 / validation_fraction for one held out). "
-                         f"Raise validation_fraction or tune on more data.")
+    cold = None
+    if cold_start is not None:
+        kind = _cold_tune.KINDS[cold_start]
+        if f"{kind}_features" not in features:
+            raise ValueError(f"cold_start={cold_start!r} validates on held-out {kind}s ranked "
+                             f"from their side features alone, and no {kind}_features were "
+                             f"given: pass {kind}_features= (a DataFrame with a "
+                             f"'{kind}_id' column and feature columns, or a matrix with a "
+                             f"row per {kind} of X), or leave cold_start=None to validate "
+                             f"on held-out positives of known users and items.")
+        # every trial trains on the same split and is scored on the same held-out entities
+        cold = _cold_tune.split(matrix, user_ids, item_ids, features, cold_start, fraction,
+                                seed, metric, n_threads)
+        train, valid = cold.train, cold.valid
+    else:
+        # the split of every trial's early stopping (they all have random_state=seed)
+        held = _validation.early_stopping_holdout(matrix, fraction,
+                                                  draw_seed(np.random.default_rng(seed)))
+        if not held.any():
+            raise ValueError(f"X is too small to tune on: with validation_fraction={fraction} "
+                             f"no user has a validation positive (a user needs at least 2 "
+                             f"positives, and about 1 / validation_fraction for one held "
+                             f"out). Raise validation_fraction or tune on more data.")
+        train, valid = _validation.select(matrix, ~held), _validation.select(matrix, held)
     full: Any
     if user_ids is not None and item_ids is not None:   # (both or neither)
         from .data import Interactions
@@ -452,10 +500,10 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
         _complete(params, space, defaults) for params in _portfolio.ranked(
             matrix, space, lambda params, sub: _holds(params, sub, defaults["loss"]))]
     search = _Search(
-        first=first, full=full, features=features,
-        train=_validation.select(matrix, ~held),
-        valid=_validation.select(matrix, held),
-        refit=not _validation.auto_early_stopping(matrix), space=space, seed=seed,
+        first=first, full=full, features=features, train=train, valid=valid, cold=cold,
+        # (with cold_start the trials never saw the held-out entities: always a refit)
+        refit=cold is not None or not _validation.auto_early_stopping(matrix), space=space,
+        seed=seed,
         metric=metric, fraction=fraction, max_epochs=max_epochs, patience=patience,
         n_threads=n_threads, clock=budget_clock,
         start=start if budget_clock.counts_compilation else budget_clock.now(),
@@ -528,7 +576,8 @@ def tune(X: InteractionData, time_budget: float = 120.0, n_threads: int | None =
     return TuneResult(best_params=best_params, best_score=float(best.score), metric=metric,
                       best_model=model, trials=trials, elapsed_seconds=elapsed,
                       time_budget=budget, random_state=seed, best_trial=best.index,
-                      compile_seconds=compile_seconds, clock=clock, budget_seconds=used)
+                      compile_seconds=compile_seconds, clock=clock, budget_seconds=used,
+                      cold_start=cold_start)
 
 
 #: The estimator parameters that choose a fit's kernel variant (through
@@ -631,22 +680,33 @@ class _Search:
     """State of one :func:`tune` call's successive halving."""
 
     def __init__(self, *, first, full, features, train, valid, refit, space, seed, metric,
-                 fraction, max_epochs, patience, n_threads, clock, start, budget, progress):
+                 fraction, max_epochs, patience, n_threads, clock, start, budget, progress,
+                 cold=None):
         from .model import WARPFactorizer
 
         self.first = list(first)     # the zero-shot start, drawn before any random draw
-        self.features = features     # fit's side-feature arguments, for every trial
+        self.features = features     # fit's side-feature arguments, for the refit
+        self.cold = cold             # the cold-start split (cold_start), or None
 
         self.full, self.train, self.valid, self.refit = full, train, valid, refit
+        # what a trial fits on: X (the estimator holds its validation positives out), or
+        # with cold_start the positives of the entities not held out
+        self.trial_input = full if cold is None else cold.trial_input
+        self.trial_features = features if cold is None else cold.trial_features
+        self.trial_positives = train.nnz + valid.nnz if cold is None else train.nnz
         # large data: the estimator's checks (every validation_interval_ epochs); small
         # data, where checks are cheap and the epoch of the refit matters: every epoch
-        self.interval: int | Literal["auto"] = 1 if refit else "auto"
+        # (cold start: every epoch unless the checks outweigh training, as "auto" does)
+        self.interval: int | Literal["auto"] = (cold.interval() if cold is not None
+                                                else 1 if refit else "auto")
         self.space, self.seed, self.metric = space, seed, metric
         self.fraction, self.patience, self.n_threads = fraction, patience, n_threads
         self.clock = clock
         self.start, self.deadline, self.progress = start, start + budget, progress
-        # the pairs a validation check scores: every item for each validated user
-        self.checked_pairs = float(np.count_nonzero(np.diff(valid.indptr))) * valid.shape[1]
+        # the pairs a validation check scores: every item for each validated user (the
+        # held-out items for each checked user, or every trial item for each held-out user)
+        self.checked_pairs = (cold.checked_pairs if cold is not None else
+                              float(np.count_nonzero(np.diff(valid.indptr))) * valid.shape[1])
         self.rungs = _rungs(max_epochs)
         self.per_bracket = REDUCTION_FACTOR ** (len(self.rungs) - 1)
         self.keep_models = max(1, math.ceil(self.per_bracket / REDUCTION_FACTOR))
@@ -929,13 +989,25 @@ class _Search:
 
         continuing = trial.model is not None
         status = None
-        self.clock.start_fit(self.train.nnz + self.valid.nnz)
+        stopping = None
+        if self.cold is not None:
+            # cold start: the trial's callback validates on the held-out entities and
+            # early-stops (the estimator itself trains without validation)
+            epochs = cap - trial.epochs_done if continuing else cap
+            stopping = _cold_tune.ColdStopping(self.cold, callback, self.patience,
+                                               int(self.interval), epochs)
+        self.clock.start_fit(self.trial_positives)
         try:
             # (the estimator's own hold-out, the same for every trial: train and valid)
             if continuing:
                 model = trial.model
                 model.set_params(epochs=cap - trial.epochs_done)
-                model.partial_fit(self.full, callback=callback)
+                model.partial_fit(self.trial_input, callback=stopping or callback)
+            elif stopping is not None:
+                model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=False,
+                                       learning_rate_drop=1.0, n_threads=self.n_threads,
+                                       random_state=self.seed)
+                model.fit(self.trial_input, callback=stopping, **self.trial_features)
             else:
                 model = WARPFactorizer(**trial.params, epochs=cap, early_stopping=True,
                                        learning_rate_drop=1.0,
@@ -945,6 +1017,8 @@ class _Search:
                                        validation_metric=self.metric, n_threads=self.n_threads,
                                        random_state=self.seed)
                 model.fit(self.full, callback=callback, **self.features)
+            if stopping is not None:
+                stopping.finish(model)
         except DivergenceError as exc:
             log.debug("trial %d diverged: %s", trial.index, exc)
             status = "diverged"
@@ -1009,7 +1083,10 @@ class _Search:
                 trial.snapshot = None
 
     def per_user_scores(self, model):
-        """The validation metric of every monitored user for ``model``'s factors."""
+        """The validation metric of every monitored user for ``model``'s factors (with
+        cold start: of every checked user, on the held-out entities)."""
+        if self.cold is not None:
+            return self.cold.values(model)
         if self.monitor is None:
             # the users that the trials' own validation scores (every trial has the
             # same seed) average over
@@ -1181,6 +1258,7 @@ _TUNE_CONSTRAINTS: dict[str, Sequence[ConstraintSpec]] = {
     "n_iter_no_change": [POSITIVE_INT],
     "verbose": ["boolean"],
     "clock": [Options(["wall", "work"])],
+    "cold_start": [None, Options(["items", "users"])],
 }
 
 

@@ -70,7 +70,7 @@ SPACE = {"learning_rate": ("log-uniform", 0.01, 0.1), "max_sampled": [10, 30],
 def _search(X, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WarprecWarning)
-        return tune(X, time_budget=2.0, n_threads=1, random_state=1,
+        return tune(X, time_budget=1.0, n_threads=1, random_state=1,
                     search_space=SPACE, clock="work", **kw)
 
 
@@ -104,9 +104,9 @@ def test_work_budget_ends_the_search_and_counts_the_final_fit(X):
     small = _search(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WarprecWarning)
-        large = tune(X, time_budget=6.0, n_threads=1, random_state=1, search_space=SPACE,
+        large = tune(X, time_budget=3.0, n_threads=1, random_state=1, search_space=SPACE,
                      clock="work")
     assert len(large.trials) > len(small.trials)
-    for out, budget in ((small, 2.0), (large, 6.0)):
+    for out, budget in ((small, 1.0), (large, 3.0)):
         assert out.budget_seconds <= budget * 1.05
         assert out.trials["seconds"].sum() < out.budget_seconds   # + the final fit

@@ -277,7 +277,7 @@ def _featured(given: Any, kind: str, raw: np.ndarray | None, n: int) -> np.ndarr
         positions = _positions(given, kind, raw, n)
         featured[positions[positions >= 0]] = True
         return featured
-    matrix = FeatureEncoder("user" if kind == "user" else "item")._as_matrix(given)
+    matrix = FeatureEncoder("user" if kind == "user" else "item").as_matrix(given)
     if matrix.shape[0] != n:
         raise ValueError(f"{kind}_features has {matrix.shape[0]} rows; it needs one per "
                          f"{kind} of X ({n}), in X's index space.")
@@ -294,5 +294,5 @@ def _rows(given: Any, kind: str, raw: np.ndarray | None, chosen: np.ndarray, n: 
         row_of[positions[positions >= 0]] = np.flatnonzero(positions >= 0)
         picked = row_of[chosen]
         return given.iloc[picked[picked >= 0]].reset_index(drop=True)
-    matrix = FeatureEncoder("user" if kind == "user" else "item")._as_matrix(given)
+    matrix = FeatureEncoder("user" if kind == "user" else "item").as_matrix(given)
     return matrix[chosen]

@@ -86,7 +86,7 @@ class FeatureEncoder:
             out = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, np.arange(len(rows)))),
                                 shape=(n_rows, len(rows))) @ matrix
         else:
-            out = self._as_matrix(features)
+            out = self.as_matrix(features)
             if out.shape[0] != n_rows:
                 raise ValueError(f"{self.kind}_features has {out.shape[0]} rows; it needs one "
                                  f"per {self.kind} of X ({n_rows}), in X's index space.")
@@ -127,14 +127,17 @@ class FeatureEncoder:
             columns = ", ".join(c["column"] for c in self.spec_["columns"])
             raise TypeError(f"the model's {self.kind} features came from a DataFrame; pass a "
                             f"DataFrame with its columns ({columns}).")
-        matrix = self._as_matrix(features)
+        matrix = self.as_matrix(features)
         if matrix.shape[1] != self.spec_["width"]:
             raise ValueError(f"{self.kind}_features has {matrix.shape[1]} columns; the model "
                              f"was fit with {self.spec_['width']}.")
         return matrix, None
 
     # ------------------------------------------------------------------ helpers
-    def _as_matrix(self, features: FeatureData) -> sp.csr_matrix:
+    def as_matrix(self, features: FeatureData) -> sp.csr_matrix:
+        """A feature matrix given as a matrix (sparse or dense 2-D), checked and in
+        canonical CSR form (float32, finite, no explicit zeros, sorted indices); a
+        TypeError for any other input (a DataFrame goes through :meth:`fit`)."""
         if sp.issparse(features) or (isinstance(features, np.ndarray) and features.ndim == 2):
             try:
                 matrix = sp.csr_matrix(features, dtype=np.float32)

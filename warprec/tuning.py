@@ -810,12 +810,9 @@ class _Search:
         clock = self.clock
         marks = [clock.now()]
         clock.start_fit(self.train.nnz + self.valid.nnz)
-        rows: list[float] = []
 
         def callback(fitted, info):
-            if not rows:
-                rows.append(feature_rows(fitted))
-            clock.epoch(info, int(fitted.n_components), rows[0], 0.0)
+            clock.epoch(info, int(fitted.n_components), feature_rows(fitted), 0.0)
             marks.append(clock.now())
             return not until_deadline or \
                 marks[-1] + float(np.median(np.diff(marks))) <= self.deadline
@@ -960,13 +957,10 @@ class _Search:
         train_seconds = []
         cut = []
         checks = []                  # (epochs trained, validation score) of this call
-        rows: list[float] = []       # the model's feature rows per item, once known
 
         def callback(model, info):
-            if not rows:
-                rows.append(feature_rows(model))
-            train_seconds.append(self.clock.epoch(info, int(model.n_components), rows[0],
-                                                  self.checked_pairs))
+            train_seconds.append(self.clock.epoch(info, int(model.n_components),
+                                                  feature_rows(model), self.checked_pairs))
             now = self.now()
             marks.append(now)
             if "validation" in info:
